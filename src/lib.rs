@@ -1,2 +1,10 @@
 //! smolcord: a Discord gateway bridge on the single-threaded smol runtime.
+//!
+//! The promise: the gateway heartbeat is never late because of the bot's own
+//! work. Everything slow runs through [`offload`]; the heartbeat keeps an
+//! account of how punctual it was.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod offload;
+pub mod token;
