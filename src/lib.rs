@@ -7,4 +7,5 @@
 #![warn(missing_docs)]
 
 pub mod offload;
+pub mod protocol;
 pub mod token;

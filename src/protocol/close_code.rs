@@ -1,0 +1,108 @@
+//! Gateway close codes and what a client should do after each.
+
+use std::fmt;
+
+/// What to do after the gateway closed the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseAction {
+    /// Reconnect and resume the session (to `resume_gateway_url`).
+    Resume,
+    /// Reconnect and identify afresh: the session is gone.
+    Reidentify,
+    /// Do not reconnect: a setting must change first.
+    Fatal,
+}
+
+/// A WebSocket close code as received from (or sent to) the gateway.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CloseCode(pub u16);
+
+impl CloseCode {
+    /// 4000: "resuming" — the code smolcord closes with when it wants to
+    /// resume (anything but 1000/1001 keeps the session alive).
+    pub const RESUME: CloseCode = CloseCode(4000);
+    /// 1000: normal closure; ends the session (bot shows offline).
+    pub const NORMAL: CloseCode = CloseCode(1000);
+
+    /// What a client should do after the server closed with this code.
+    pub fn action(self) -> CloseAction {
+        match self.0 {
+            4004 | 4010..=4014 => CloseAction::Fatal,
+            // 1000/1001 from the server ended the session; so did a bad seq
+            // (4007) or a timeout (4009).
+            1000 | 1001 | 4007 | 4009 => CloseAction::Reidentify,
+            // 4000-4003, 4005, 4008, 1006 (no close frame) and anything
+            // unknown: the session may live on, so try to resume.
+            _ => CloseAction::Resume,
+        }
+    }
+
+    /// Discord's meaning of the code.
+    pub fn description(self) -> &'static str {
+        match self.0 {
+            1000 => "normal closure",
+            1001 => "going away",
+            1006 => "connection lost without a close frame",
+            4000 => "unknown error",
+            4001 => "unknown opcode",
+            4002 => "decode error",
+            4003 => "not authenticated",
+            4004 => "authentication failed",
+            4005 => "already authenticated",
+            4007 => "invalid seq",
+            4008 => "rate limited",
+            4009 => "session timed out",
+            4010 => "invalid shard",
+            4011 => "sharding required",
+            4012 => "invalid API version",
+            4013 => "invalid intents",
+            4014 => "disallowed intents",
+            _ => "unrecognised close code",
+        }
+    }
+
+    /// For fatal codes: what the operator must change.
+    pub fn advice(self) -> Option<&'static str> {
+        Some(match self.0 {
+            4004 => "check DISCORD_TOKEN (or token_file): the token was rejected",
+            4010 => "check `shard` in the config: the shard id must be below the shard count",
+            4011 => "the bot is in too many guilds for one shard: raise the shard count in `shard`",
+            4012 => "this build speaks an API version the gateway no longer accepts: upgrade smolcord",
+            4013 => "check `intents` in the config: the bitmask has bits Discord does not know",
+            4014 => "enable the privileged intents you request in the Developer Portal (Bot page), or remove them from `intents`",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for CloseCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.description(), self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_follows_discord() {
+        for code in [4004, 4010, 4011, 4012, 4013, 4014] {
+            assert_eq!(CloseCode(code).action(), CloseAction::Fatal, "{code}");
+            assert!(CloseCode(code).advice().is_some(), "{code}");
+        }
+        for code in [4007, 4009, 1000, 1001] {
+            assert_eq!(CloseCode(code).action(), CloseAction::Reidentify, "{code}");
+        }
+        for code in [4000, 4001, 4002, 4003, 4005, 4008, 1006, 1011, 4999] {
+            assert_eq!(CloseCode(code).action(), CloseAction::Resume, "{code}");
+            assert!(CloseCode(code).advice().is_none(), "{code}");
+        }
+        assert_eq!(CloseCode::RESUME.action(), CloseAction::Resume);
+    }
+
+    #[test]
+    fn display_names_code_and_meaning() {
+        assert_eq!(CloseCode(4004).to_string(), "authentication failed (4004)");
+    }
+}

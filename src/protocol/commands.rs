@@ -1,0 +1,298 @@
+//! What a client sends: Heartbeat, Identify, Resume, Presence Update,
+//! Request Guild Members.
+
+use super::intents::Intents;
+use super::opcode::OpCode;
+use super::snowflake::Snowflake;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The gateway refuses any payload larger than this (close code 4002).
+pub const MAX_PAYLOAD_BYTES: usize = 4096;
+
+/// `properties` of Identify.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionProperties {
+    /// Operating system.
+    pub os: String,
+    /// Library name.
+    pub browser: String,
+    /// Library name.
+    pub device: String,
+}
+
+impl Default for ConnectionProperties {
+    fn default() -> ConnectionProperties {
+        ConnectionProperties {
+            os: std::env::consts::OS.to_owned(),
+            browser: "smolcord".to_owned(),
+            device: "smolcord".to_owned(),
+        }
+    }
+}
+
+/// op 2: start a new session.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct Identify {
+    /// The bot token, raw (no `Bot ` prefix). Never printed by `Debug`.
+    pub token: String,
+    /// Client properties.
+    pub properties: ConnectionProperties,
+    /// Per-payload zlib compression (smolcord never asks for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress: Option<bool>,
+    /// Member count above which offline members are not sent (50-250).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub large_threshold: Option<u8>,
+    /// `[shard_id, shard_count]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<[u32; 2]>,
+    /// Initial presence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence: Option<PresenceUpdate>,
+    /// The intents bitmask.
+    pub intents: Intents,
+}
+
+impl fmt::Debug for Identify {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Identify")
+            .field("token", &"<redacted>")
+            .field("properties", &self.properties)
+            .field("compress", &self.compress)
+            .field("large_threshold", &self.large_threshold)
+            .field("shard", &self.shard)
+            .field("presence", &self.presence)
+            .field("intents", &self.intents)
+            .finish()
+    }
+}
+
+/// op 6: resume a session after a reconnect.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resume {
+    /// The bot token, raw. Never printed by `Debug`.
+    pub token: String,
+    /// The session to resume (from READY).
+    pub session_id: String,
+    /// The last dispatch sequence number received.
+    pub seq: u64,
+}
+
+impl fmt::Debug for Resume {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resume")
+            .field("token", &"<redacted>")
+            .field("session_id", &self.session_id)
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+/// An activity in a presence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Activity {
+    /// Shown text.
+    pub name: String,
+    /// 0 playing, 1 streaming, 2 listening, 3 watching, 4 custom, 5 competing.
+    #[serde(rename = "type")]
+    pub kind: u8,
+}
+
+/// op 3: set the bot's presence (also Identify's `presence`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PresenceUpdate {
+    /// Unix ms since the client went idle, or null.
+    pub since: Option<u64>,
+    /// Activities.
+    #[serde(default)]
+    pub activities: Vec<Activity>,
+    /// `online`, `dnd`, `idle`, `invisible` or `offline`.
+    pub status: String,
+    /// Whether the client is AFK.
+    #[serde(default)]
+    pub afk: bool,
+}
+
+impl PresenceUpdate {
+    /// Plain `online` with no activity.
+    pub fn online() -> PresenceUpdate {
+        PresenceUpdate {
+            since: None,
+            activities: Vec::new(),
+            status: "online".to_owned(),
+            afk: false,
+        }
+    }
+}
+
+/// op 8: ask for guild members (answered by GUILD_MEMBERS_CHUNK).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestGuildMembers {
+    /// The guild.
+    pub guild_id: Snowflake,
+    /// Username prefix, or "" for all (needs GUILD_MEMBERS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Maximum members, 0 for no limit with an empty query.
+    pub limit: u32,
+    /// Include presences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presences: Option<bool>,
+    /// Specific users.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_ids: Vec<Snowflake>,
+    /// Echoed back in the chunks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+}
+
+/// A command a client sends to the gateway.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// op 1 with the last sequence number seen (or null).
+    Heartbeat(Option<u64>),
+    /// op 2.
+    Identify(Identify),
+    /// op 3.
+    PresenceUpdate(PresenceUpdate),
+    /// op 6.
+    Resume(Resume),
+    /// op 8.
+    RequestGuildMembers(RequestGuildMembers),
+}
+
+/// Alias kept for readers looking for the heartbeat payload type.
+pub type Heartbeat = Option<u64>;
+
+#[derive(Serialize)]
+struct Envelope<'a, T: Serialize> {
+    op: u8,
+    d: &'a T,
+}
+
+impl Command {
+    /// The opcode this command is sent with.
+    pub fn opcode(&self) -> OpCode {
+        match self {
+            Command::Heartbeat(_) => OpCode::Heartbeat,
+            Command::Identify(_) => OpCode::Identify,
+            Command::PresenceUpdate(_) => OpCode::PresenceUpdate,
+            Command::Resume(_) => OpCode::Resume,
+            Command::RequestGuildMembers(_) => OpCode::RequestGuildMembers,
+        }
+    }
+
+    /// Encodes the command as gateway JSON, refusing payloads over
+    /// [`MAX_PAYLOAD_BYTES`] with an error naming the size.
+    pub fn to_json(&self) -> Result<String, String> {
+        let op = self.opcode().as_u8();
+        let json = match self {
+            Command::Heartbeat(seq) => serde_json::to_string(&Envelope { op, d: seq }),
+            Command::Identify(d) => serde_json::to_string(&Envelope { op, d }),
+            Command::PresenceUpdate(d) => serde_json::to_string(&Envelope { op, d }),
+            Command::Resume(d) => serde_json::to_string(&Envelope { op, d }),
+            Command::RequestGuildMembers(d) => serde_json::to_string(&Envelope { op, d }),
+        }
+        .map_err(|err| format!("cannot encode {:?} command: {err}", self.opcode()))?;
+        if json.len() > MAX_PAYLOAD_BYTES {
+            return Err(format!(
+                "{:?} command is {} bytes; the gateway accepts at most {MAX_PAYLOAD_BYTES}",
+                self.opcode(),
+                json.len()
+            ));
+        }
+        Ok(json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn identify() -> Identify {
+        Identify {
+            token: "tok.en".into(),
+            properties: ConnectionProperties {
+                os: "linux".into(),
+                browser: "my_library".into(),
+                device: "my_library".into(),
+            },
+            compress: None,
+            large_threshold: None,
+            shard: Some([0, 1]),
+            presence: Some(PresenceUpdate::online()),
+            intents: Intents::from_bits(513),
+        }
+    }
+
+    #[test]
+    fn identify_matches_documented_shape() {
+        let json: Value =
+            serde_json::from_str(&Command::Identify(identify()).to_json().unwrap()).unwrap();
+        assert_eq!(
+            json,
+            json!({"op":2,"d":{"token":"tok.en","intents":513,
+                "properties":{"os":"linux","browser":"my_library","device":"my_library"},
+                "shard":[0,1],
+                "presence":{"since":null,"activities":[],"status":"online","afk":false}}})
+        );
+    }
+
+    #[test]
+    fn heartbeat_and_resume() {
+        assert_eq!(
+            Command::Heartbeat(Some(251)).to_json().unwrap(),
+            r#"{"op":1,"d":251}"#
+        );
+        assert_eq!(
+            Command::Heartbeat(None).to_json().unwrap(),
+            r#"{"op":1,"d":null}"#
+        );
+        let resume = Command::Resume(Resume {
+            token: "t".into(),
+            session_id: "abc".into(),
+            seq: 1337,
+        });
+        assert_eq!(
+            resume.to_json().unwrap(),
+            r#"{"op":6,"d":{"token":"t","session_id":"abc","seq":1337}}"#
+        );
+    }
+
+    #[test]
+    fn debug_hides_the_token() {
+        let text = format!(
+            "{:?} {:?}",
+            Command::Identify(identify()),
+            Resume {
+                token: "tok.en".into(),
+                session_id: "s".into(),
+                seq: 1
+            }
+        );
+        assert!(!text.contains("tok.en"), "{text}");
+    }
+
+    #[test]
+    fn oversized_payload_is_refused_with_its_size() {
+        let mut presence = PresenceUpdate::online();
+        presence.activities.push(Activity {
+            name: "x".repeat(5000),
+            kind: 0,
+        });
+        let err = Command::PresenceUpdate(presence).to_json().unwrap_err();
+        assert!(err.contains("at most 4096"), "{err}");
+    }
+
+    #[test]
+    fn identify_reads_back_with_unknown_fields() {
+        let text = r#"{"token":"x","properties":{"os":"l","browser":"b","device":"d","extra":1},
+            "intents":4096,"compress":true,"large_threshold":250,"new_field":[]}"#;
+        let identify: Identify = serde_json::from_str(text).unwrap();
+        assert_eq!(identify.compress, Some(true));
+        assert_eq!(identify.large_threshold, Some(250));
+        assert_eq!(identify.intents, Intents::DIRECT_MESSAGES);
+    }
+}
