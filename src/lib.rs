@@ -6,6 +6,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod heartbeat;
 pub mod offload;
 pub mod protocol;
 pub mod token;
+pub mod transport;

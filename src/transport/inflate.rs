@@ -1,0 +1,137 @@
+//! zlib-stream: one inflate context for the whole connection; a gateway
+//! message is complete when the buffered input ends with `00 00 ff ff`.
+
+use flate2::{Decompress, FlushDecompress, Status};
+use std::fmt;
+
+const SYNC_FLUSH_SUFFIX: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
+/// A message larger than this inflated is refused (a zip bomb, or a guild
+/// far bigger than a small host should hold).
+const MAX_MESSAGE_BYTES: usize = 32 << 20;
+
+/// Inflates one connection's zlib-stream.
+pub struct Inflater {
+    decompress: Decompress,
+    input: Vec<u8>,
+}
+
+/// The stream could not be inflated.
+#[derive(Debug)]
+pub struct InflateError(String);
+
+impl fmt::Display for InflateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "zlib-stream: {}", self.0)
+    }
+}
+
+impl std::error::Error for InflateError {}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater::new()
+    }
+}
+
+impl Inflater {
+    /// A fresh context (one per connection).
+    pub fn new() -> Inflater {
+        Inflater {
+            decompress: Decompress::new(true),
+            input: Vec::new(),
+        }
+    }
+
+    /// Adds one binary frame; returns the message once it is complete.
+    pub fn push(&mut self, frame: &[u8]) -> Result<Option<String>, InflateError> {
+        self.input.extend_from_slice(frame);
+        if self.input.len() > MAX_MESSAGE_BYTES {
+            self.input.clear();
+            return Err(InflateError(format!(
+                "compressed message exceeds {MAX_MESSAGE_BYTES} bytes"
+            )));
+        }
+        if !self.input.ends_with(&SYNC_FLUSH_SUFFIX) {
+            return Ok(None);
+        }
+        let input = std::mem::take(&mut self.input);
+        let mut output = Vec::with_capacity(input.len() * 4 + 64);
+        let start_in = self.decompress.total_in();
+        loop {
+            let consumed = (self.decompress.total_in() - start_in) as usize;
+            let status = self
+                .decompress
+                .decompress_vec(&input[consumed..], &mut output, FlushDecompress::Sync)
+                .map_err(|err| InflateError(err.to_string()))?;
+            let consumed = (self.decompress.total_in() - start_in) as usize;
+            let output_full = output.len() == output.capacity();
+            if status == Status::StreamEnd || (consumed == input.len() && !output_full) {
+                break;
+            }
+            if output.len() >= MAX_MESSAGE_BYTES {
+                return Err(InflateError(format!(
+                    "inflated message exceeds {MAX_MESSAGE_BYTES} bytes"
+                )));
+            }
+            if !output_full && status == Status::BufError {
+                return Err(InflateError("stream stalled before its end".into()));
+            }
+            output.reserve(output.capacity().max(1024));
+        }
+        String::from_utf8(output)
+            .map(Some)
+            .map_err(|_| InflateError("inflated message is not UTF-8".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::{Compress, Compression, FlushCompress};
+
+    fn compress_stream(messages: &[&str]) -> Vec<Vec<u8>> {
+        let mut compress = Compress::new(Compression::default(), true);
+        messages
+            .iter()
+            .map(|message| {
+                let mut out = Vec::with_capacity(message.len() + 1024);
+                compress
+                    .compress_vec(message.as_bytes(), &mut out, FlushCompress::Sync)
+                    .unwrap();
+                assert!(out.ends_with(&SYNC_FLUSH_SUFFIX));
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_context_many_messages_split_frames() {
+        let big = format!("{{\"op\":0,\"d\":\"{}\"}}", "x".repeat(100_000));
+        let messages = [
+            "{\"op\":10,\"d\":{\"heartbeat_interval\":41250}}",
+            &big,
+            "{\"op\":11}",
+        ];
+        let frames = compress_stream(&messages);
+        let mut inflater = Inflater::new();
+        for (frame, expected) in frames.iter().zip(messages) {
+            // Deliver each message in two WebSocket frames.
+            let (a, b) = frame.split_at(frame.len() / 2);
+            assert_eq!(inflater.push(a).unwrap(), None);
+            assert_eq!(inflater.push(b).unwrap().as_deref(), Some(expected));
+        }
+    }
+
+    #[test]
+    fn a_fresh_context_cannot_read_a_later_message() {
+        let frames = compress_stream(&["{\"op\":11}", "{\"op\":11}"]);
+        let mut fresh = Inflater::new();
+        assert!(fresh.push(&frames[1]).is_err());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut inflater = Inflater::new();
+        assert!(inflater.push(&[1, 2, 3, 0, 0, 0xff, 0xff]).is_err());
+    }
+}
