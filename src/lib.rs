@@ -7,7 +7,9 @@
 #![warn(missing_docs)]
 
 pub mod heartbeat;
+pub mod loopwatch;
 pub mod offload;
 pub mod protocol;
+pub mod shard;
 pub mod token;
 pub mod transport;

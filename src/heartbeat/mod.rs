@@ -160,6 +160,11 @@ impl Heartbeat {
         Some(self.account.record_ack(scheduled, sent, now))
     }
 
+    /// Counts a beat later than the warning threshold.
+    pub fn on_late_warning(&mut self) {
+        self.account.record_late_warning();
+    }
+
     /// Counts a zombie verdict.
     pub fn on_zombie(&mut self) {
         self.account.record_zombie();

@@ -1,0 +1,721 @@
+//! The shard's connection loop: connect, Hello, Identify/Resume, then race
+//! the heartbeat deadline, incoming frames, queued commands and shutdown.
+
+use super::identify_budget::{Pressure, SessionStartLimit};
+use super::ratelimit::CommandLimiter;
+use super::session::{check_seq, SeqCheck, Session};
+use super::{lock, Dispatch, Shard, ShardError, ShardEvent, ShardStatus};
+use crate::heartbeat::{Account, Heartbeat, Verdict};
+use crate::loopwatch;
+use crate::protocol::{
+    CloseAction, CloseCode, Command, ConnectionProperties, Frame, Hello, Identify, OpCode, Ready,
+    Resume,
+};
+use crate::transport::{Connection, Incoming, TransportError};
+use async_io::Timer;
+use futures_lite::future;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Discord's gateway when nothing else is known.
+const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
+/// After this many failed connects to the resume URL, resume via the base URL.
+const RESUME_URL_ATTEMPTS: u32 = 2;
+
+/// How a connection ended.
+#[derive(Debug)]
+enum Outcome {
+    /// Reconnect and resume; `immediate` skips the backoff (clean op 7).
+    Resume { immediate: bool },
+    /// The session is gone: reconnect and identify after `wait`.
+    Reidentify { wait: Duration },
+    /// Stop: the operator must act.
+    Fatal(CloseCode),
+    /// We were asked to stop.
+    Shutdown,
+}
+
+pub(super) struct Driver {
+    shard: Shard,
+    account: Account,
+    base_url: Option<String>,
+    remote_limit: Option<SessionStartLimit>,
+    resume_url_failures: u32,
+    last_seq: Option<u64>,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Driver {
+    pub(super) fn new(shard: Shard) -> Driver {
+        let last_seq = shard.config.state.session.as_ref().map(|s| s.seq);
+        let base_url = shard.config.gateway_url.clone();
+        Driver {
+            shard,
+            account: Account::default(),
+            base_url,
+            remote_limit: None,
+            resume_url_failures: 0,
+            last_seq,
+        }
+    }
+
+    fn status(&self) -> std::sync::MutexGuard<'_, ShardStatus> {
+        lock(&self.shard.status)
+    }
+
+    fn emit(&self, event: ShardEvent) {
+        // A consumer that went away does not stop the shard.
+        let _ = self.shard.events.try_send(Ok(event));
+    }
+
+    fn session(&self) -> Option<Session> {
+        self.status().state.session.clone()
+    }
+
+    fn set_session(&self, session: Option<Session>) {
+        self.status().state.session = session;
+    }
+
+    /// Sleeps for `wait` unless shutdown is asked first (returns false then).
+    async fn pause(&self, wait: Duration) -> bool {
+        if wait.is_zero() {
+            return true;
+        }
+        future::or(
+            async {
+                Timer::after(wait).await;
+                true
+            },
+            async {
+                let _ = self.shard.shutdown.recv().await;
+                false
+            },
+        )
+        .await
+    }
+
+    pub(super) async fn run(mut self) -> Result<(), ShardError> {
+        let mut wait = Duration::ZERO;
+        loop {
+            if !self.pause(wait).await {
+                return self.stopped();
+            }
+            let session = self.session();
+            if session.is_none() && !self.identify_gate().await {
+                return self.stopped();
+            }
+            let url = match &session {
+                Some(s) if self.resume_url_failures < RESUME_URL_ATTEMPTS => {
+                    s.resume_gateway_url.clone()
+                }
+                _ => self.gateway_url().await,
+            };
+            let config = &self.shard.config;
+            let connection =
+                match Connection::connect(&url, config.compress, config.connect_timeout).await {
+                    Ok(connection) => connection,
+                    Err(err) => {
+                        if session.is_some() {
+                            self.resume_url_failures += 1;
+                        }
+                        wait = self.shard.config.backoff.next_delay();
+                        log::warn!("{err}; retrying in {:.1} s", wait.as_secs_f64());
+                        continue;
+                    }
+                };
+            self.resume_url_failures = 0;
+            let started = Instant::now();
+            let (outcome, healthy_since) = self.run_connection(connection, session).await;
+            self.status().connected = false;
+            self.shard
+                .config
+                .backoff
+                .connection_ended(healthy_since, Instant::now());
+            log::debug!(
+                "connection ended after {:?}: {outcome:?}",
+                started.elapsed()
+            );
+            wait = match outcome {
+                Outcome::Shutdown => return self.stopped(),
+                Outcome::Fatal(code) => {
+                    let error = ShardError::fatal(code);
+                    log::error!("{error}");
+                    let _ = self.shard.events.try_send(Err(error.clone()));
+                    return Err(error);
+                }
+                Outcome::Resume { immediate: true } => Duration::ZERO,
+                Outcome::Resume { immediate: false } => self.shard.config.backoff.next_delay(),
+                Outcome::Reidentify { wait } => {
+                    self.set_session(None);
+                    self.last_seq = None;
+                    wait
+                }
+            };
+        }
+    }
+
+    fn stopped(&self) -> Result<(), ShardError> {
+        self.status().connected = false;
+        Ok(())
+    }
+
+    /// The base gateway URL: configured, or from `GET /gateway/bot` (cached),
+    /// or Discord's well-known one.
+    async fn gateway_url(&mut self) -> String {
+        if let Some(url) = &self.base_url {
+            return url.clone();
+        }
+        self.refresh_gateway_info().await;
+        self.base_url
+            .clone()
+            .unwrap_or_else(|| DEFAULT_GATEWAY.to_owned())
+    }
+
+    async fn refresh_gateway_info(&mut self) {
+        let Some(source) = self.shard.config.gateway_info.clone() else {
+            return;
+        };
+        match source().await {
+            Ok(info) => {
+                if self.shard.config.gateway_url.is_none() {
+                    self.base_url = Some(info.url);
+                }
+                self.remote_limit = info.session_start_limit;
+            }
+            Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
+        }
+    }
+
+    /// Waits as the identify budget requires. False if shut down meanwhile.
+    async fn identify_gate(&mut self) -> bool {
+        self.refresh_gateway_info().await;
+        let plan = {
+            let mut status = self.status();
+            status.state.identifies.plan(unix_ms(), self.remote_limit)
+        };
+        match plan.pressure {
+            Pressure::Normal => {}
+            Pressure::Low => log::warn!(
+                "identify budget low: {} fresh sessions left in Discord's 24 h window; waiting {} s before identifying (resume is free, identify is not)",
+                plan.remaining,
+                plan.wait.as_secs()
+            ),
+            Pressure::Critical => log::error!(
+                "identify budget nearly spent: {} left of 1000 per 24 h (Discord resets the token when it runs out); waiting {} s before identifying. Find out why the bot keeps losing its session.",
+                plan.remaining,
+                plan.wait.as_secs()
+            ),
+        }
+        self.pause(plan.wait).await
+    }
+
+    async fn run_connection(
+        &mut self,
+        mut connection: Connection,
+        session: Option<Session>,
+    ) -> (Outcome, Option<Instant>) {
+        let mut live = Live {
+            healthy_since: None,
+            resuming: session.is_some(),
+            replayed: 0,
+        };
+        let outcome = self.drive(&mut connection, session, &mut live).await;
+        // Every close is resumable (4000): 1000/1001 would end the session.
+        let close_timeout = self.shard.config.close_timeout;
+        connection.close(CloseCode::RESUME.0, close_timeout).await;
+        (outcome, live.healthy_since)
+    }
+
+    async fn drive(
+        &mut self,
+        connection: &mut Connection,
+        session: Option<Session>,
+        live: &mut Live,
+    ) -> Outcome {
+        let hello_at;
+        let interval;
+        let hello_timeout = self.shard.config.hello_timeout;
+        let deadline = Instant::now() + hello_timeout;
+        loop {
+            let message = future::or(async { Some(connection.next_message().await) }, async {
+                Timer::at(deadline).await;
+                None
+            })
+            .await;
+            let Some(message) = message else {
+                log::warn!("no Hello within {hello_timeout:?}; reconnecting");
+                return Outcome::Resume { immediate: false };
+            };
+            match self.pre_hello(message) {
+                Ok(Some(hello)) => {
+                    hello_at = Instant::now();
+                    interval = Duration::from_millis(hello.heartbeat_interval.max(1));
+                    break;
+                }
+                Ok(None) => continue,
+                Err(outcome) => return outcome,
+            }
+        }
+        // Everything per-connection starts fresh here: ACK state, schedule,
+        // limiter (the inflater is the connection's own).
+        let account = std::mem::take(&mut self.account);
+        let mut heartbeat = Heartbeat::with_account(hello_at, interval, fastrand::f64(), account);
+        let mut limiter = CommandLimiter::new(interval);
+        self.status().heartbeat_interval_ms = Some(interval.as_millis() as u64);
+
+        let outcome = self
+            .converse(connection, session, live, &mut heartbeat, &mut limiter)
+            .await;
+        self.account = heartbeat.into_account();
+        self.status().heartbeat = self.account.clone();
+        outcome
+    }
+
+    /// Handles frames before Hello: returns Hello, or an outcome for op 7 or
+    /// a close, or `None` to keep waiting.
+    fn pre_hello(
+        &mut self,
+        message: Result<Incoming, TransportError>,
+    ) -> Result<Option<Hello>, Outcome> {
+        let text = match message {
+            Ok(Incoming::Text(text)) => text,
+            other => return Err(self.connection_lost(other)),
+        };
+        let frame = match Frame::decode(text.as_bytes()) {
+            Ok(frame) => frame,
+            Err(err) => {
+                self.malformed(&err.to_string());
+                return Ok(None);
+            }
+        };
+        match frame.opcode() {
+            Some(OpCode::Hello) => match frame.data::<Hello>() {
+                Ok(hello) => Ok(Some(hello)),
+                Err(err) => {
+                    self.malformed(&err.to_string());
+                    Err(Outcome::Resume { immediate: false })
+                }
+            },
+            Some(OpCode::Reconnect) => Err(Outcome::Resume { immediate: true }),
+            _ => {
+                log::debug!("ignoring opcode {} before Hello", frame.raw_opcode());
+                Ok(None)
+            }
+        }
+    }
+
+    fn malformed(&self, detail: &str) {
+        self.status().malformed_frames += 1;
+        log::warn!("skipping a gateway frame: {detail}");
+    }
+
+    async fn send_now(
+        &self,
+        connection: &mut Connection,
+        limiter: &mut CommandLimiter,
+        json: String,
+    ) -> Result<(), Outcome> {
+        limiter.record(Instant::now());
+        connection.send(json).await.map_err(|err| {
+            log::warn!("{err}");
+            Outcome::Resume { immediate: false }
+        })
+    }
+
+    async fn converse(
+        &mut self,
+        connection: &mut Connection,
+        session: Option<Session>,
+        live: &mut Live,
+        heartbeat: &mut Heartbeat,
+        limiter: &mut CommandLimiter,
+    ) -> Outcome {
+        let config = &self.shard.config;
+        let opening = match &session {
+            Some(session) => Command::Resume(Resume {
+                token: config.token.expose().to_owned(),
+                session_id: session.session_id.clone(),
+                seq: self.last_seq.unwrap_or(session.seq),
+            }),
+            None => Command::Identify(Identify {
+                token: config.token.expose().to_owned(),
+                properties: ConnectionProperties::default(),
+                compress: None,
+                large_threshold: config.large_threshold,
+                shard: Some(config.shard),
+                presence: Some(config.presence.clone()),
+                intents: config.intents,
+            }),
+        };
+        let json = match opening.to_json() {
+            Ok(json) => json,
+            Err(err) => {
+                log::error!("{err}");
+                return Outcome::Fatal(CloseCode(4002));
+            }
+        };
+        if session.is_none() {
+            self.status().state.identifies.record(unix_ms());
+            log::debug!("identifying (shard {:?})", self.shard.config.shard);
+        } else {
+            log::debug!("resuming after seq {:?}", self.last_seq);
+        }
+        if let Err(outcome) = self.send_now(connection, limiter, json).await {
+            return outcome;
+        }
+
+        loop {
+            let wake = {
+                let beat_at = heartbeat.next_deadline();
+                let now = Instant::now();
+                let commands_open = limiter.may_send_command(now);
+                let command_slot = limiter.next_command_slot(now);
+                let beat = async {
+                    Timer::at(beat_at).await;
+                    Wake::Beat
+                };
+                let frame = async { Wake::Frame(connection.next_message().await) };
+                let command = async {
+                    if commands_open {
+                        match self.shard.commands.recv().await {
+                            Ok((_, json)) => Wake::Command(json),
+                            Err(_) => future::pending().await,
+                        }
+                    } else {
+                        Timer::at(command_slot).await;
+                        Wake::CommandSlot
+                    }
+                };
+                let shutdown = async {
+                    let _ = self.shard.shutdown.recv().await;
+                    Wake::Shutdown
+                };
+                // Order matters on simultaneous readiness: the beat first.
+                future::or(beat, future::or(frame, future::or(command, shutdown))).await
+            };
+            let result = match wake {
+                Wake::Beat => self.beat(connection, heartbeat, limiter, live).await,
+                Wake::Frame(message) => {
+                    self.on_message(message, connection, heartbeat, limiter, live)
+                        .await
+                }
+                Wake::Command(json) => self.send_now(connection, limiter, json).await,
+                Wake::CommandSlot => Ok(()),
+                Wake::Shutdown => Err(Outcome::Shutdown),
+            };
+            if let Err(outcome) = result {
+                return outcome;
+            }
+        }
+    }
+
+    /// A heartbeat deadline: first read whatever already arrived (an ACK may
+    /// sit unread after a local stall), then judge, then beat.
+    async fn beat(
+        &mut self,
+        connection: &mut Connection,
+        heartbeat: &mut Heartbeat,
+        limiter: &mut CommandLimiter,
+        live: &mut Live,
+    ) -> Result<(), Outcome> {
+        while let Some(message) = future::poll_once(connection.next_message()).await {
+            self.on_message(message, connection, heartbeat, limiter, live)
+                .await?;
+        }
+        let now = Instant::now();
+        if heartbeat.verdict(now) == Verdict::Zombie {
+            heartbeat.on_zombie();
+            log::warn!(
+                "no heartbeat ACK for {:.1} s (one interval): the connection is a zombie; reconnecting to resume",
+                heartbeat.interval().as_secs_f64()
+            );
+            return Err(Outcome::Resume { immediate: false });
+        }
+        let json = Command::Heartbeat(self.last_seq)
+            .to_json()
+            .unwrap_or_default();
+        let record = heartbeat.on_sent(now);
+        self.send_now(connection, limiter, json).await?;
+        let warn = self.shard.config.heartbeat_warn;
+        if record.lateness >= warn {
+            heartbeat.on_late_warning();
+            let culprit = loopwatch::last_stall_since(record.scheduled)
+                .map(|stall| {
+                    format!(
+                        "; task \"{}\" blocked the event loop for {} ms",
+                        stall.task,
+                        stall.duration.as_millis()
+                    )
+                })
+                .unwrap_or_default();
+            log::warn!(
+                "heartbeat sent {} ms late{culprit}",
+                record.lateness.as_millis()
+            );
+        }
+        log::debug!(
+            "heartbeat seq={:?} lateness={:.2} ms gap={:?}",
+            self.last_seq,
+            record.lateness.as_secs_f64() * 1000.0,
+            record.gap
+        );
+        self.status().heartbeat = heartbeat.account().clone();
+        Ok(())
+    }
+
+    async fn on_message(
+        &mut self,
+        message: Result<Incoming, TransportError>,
+        connection: &mut Connection,
+        heartbeat: &mut Heartbeat,
+        limiter: &mut CommandLimiter,
+        live: &mut Live,
+    ) -> Result<(), Outcome> {
+        let text = match message {
+            Ok(Incoming::Text(text)) => text,
+            other => return Err(self.connection_lost(other)),
+        };
+        let frame = match Frame::decode(text.as_bytes()) {
+            Ok(frame) => frame,
+            Err(err) => {
+                self.malformed(&err.to_string());
+                return Ok(());
+            }
+        };
+        match frame.opcode() {
+            Some(OpCode::Dispatch) => self.on_dispatch(frame, connection, limiter, live).await,
+            Some(OpCode::HeartbeatAck) => {
+                if let Some(record) = heartbeat.on_ack(Instant::now()) {
+                    self.status().last_ack = Some(SystemTime::now());
+                    self.emit(ShardEvent::Heartbeat(record));
+                } else {
+                    log::debug!("heartbeat ACK with no beat outstanding");
+                }
+                Ok(())
+            }
+            Some(OpCode::Heartbeat) => {
+                // The server asks for a beat now; it does not move the schedule.
+                let json = Command::Heartbeat(self.last_seq)
+                    .to_json()
+                    .unwrap_or_default();
+                heartbeat.on_requested_sent(Instant::now());
+                self.send_now(connection, limiter, json).await
+            }
+            Some(OpCode::Reconnect) => {
+                log::info!("gateway asked us to reconnect (op 7); resuming");
+                Err(Outcome::Resume { immediate: true })
+            }
+            Some(OpCode::InvalidSession) => {
+                let resumable = frame.data::<bool>().unwrap_or(false);
+                if resumable && self.session().is_some() {
+                    log::info!("invalid session (op 9, resumable); resuming");
+                    Err(Outcome::Resume { immediate: true })
+                } else {
+                    let (low, high) = self.shard.config.invalid_session_wait;
+                    let spread = high.saturating_sub(low);
+                    let wait = low + spread.mul_f64(fastrand::f64());
+                    log::warn!(
+                        "invalid session (op 9, not resumable); identifying afresh in {:.1} s",
+                        wait.as_secs_f64()
+                    );
+                    Err(Outcome::Reidentify { wait })
+                }
+            }
+            Some(OpCode::Hello) => {
+                log::warn!("unexpected second Hello; ignoring it");
+                Ok(())
+            }
+            _ => {
+                log::debug!("ignoring opcode {}", frame.raw_opcode());
+                Ok(())
+            }
+        }
+    }
+
+    async fn on_dispatch(
+        &mut self,
+        frame: Frame,
+        connection: &mut Connection,
+        limiter: &mut CommandLimiter,
+        live: &mut Live,
+    ) -> Result<(), Outcome> {
+        let name = frame.event_name().unwrap_or_default().to_owned();
+        let Some(seq) = frame.sequence() else {
+            self.malformed(&format!("dispatch {name} without a sequence number"));
+            return Ok(());
+        };
+        if name == "READY" {
+            // A new session numbers its events from the start again.
+            self.last_seq = None;
+        }
+        match check_seq(self.last_seq, seq) {
+            SeqCheck::Duplicate => {
+                self.status().duplicates_dropped += 1;
+                log::debug!("dropping replayed dispatch {name} #{seq} (already delivered)");
+                return Ok(());
+            }
+            SeqCheck::Gap { after } => {
+                self.status().gaps += 1;
+                log::warn!(
+                    "gateway sequence gap: events {}..{} were never received",
+                    after + 1,
+                    seq - 1
+                );
+            }
+            SeqCheck::Deliver => {}
+        }
+        self.last_seq = Some(seq);
+        if live.resuming && name != "RESUMED" {
+            live.replayed += 1;
+        }
+        match name.as_str() {
+            "READY" => {
+                self.on_ready(&frame, seq, connection, limiter, live)
+                    .await?
+            }
+            "RESUMED" => self.on_resumed(connection, limiter, live).await?,
+            _ => {
+                if let Some(session) = self.status().state.session.as_mut() {
+                    session.seq = seq;
+                }
+            }
+        }
+        self.emit(ShardEvent::Dispatch(Dispatch { name, seq, frame }));
+        Ok(())
+    }
+
+    async fn on_ready(
+        &mut self,
+        frame: &Frame,
+        seq: u64,
+        connection: &mut Connection,
+        limiter: &mut CommandLimiter,
+        live: &mut Live,
+    ) -> Result<(), Outcome> {
+        let ready: Ready = match frame.data() {
+            Ok(ready) => ready,
+            Err(err) => {
+                self.malformed(&err.to_string());
+                return Err(Outcome::Reidentify {
+                    wait: Duration::ZERO,
+                });
+            }
+        };
+        self.account.reset_session();
+        let number = {
+            let mut status = self.status();
+            status.state.session = Some(Session {
+                session_id: ready.session_id.clone(),
+                seq,
+                resume_gateway_url: ready.resume_gateway_url.clone(),
+            });
+            status.sessions_started += 1;
+            status.connected = true;
+            status.last_ready = Some(SystemTime::now());
+            status.user = Some(ready.user.clone());
+            status.sessions_started
+        };
+        let [id, count] = self.shard.config.shard;
+        log::info!(
+            "gateway session #{number} ready as {} (shard {id}/{count})",
+            ready.user.username
+        );
+        live.resuming = false;
+        live.healthy_since = Some(Instant::now());
+        self.set_online(connection, limiter).await
+    }
+
+    async fn on_resumed(
+        &mut self,
+        connection: &mut Connection,
+        limiter: &mut CommandLimiter,
+        live: &mut Live,
+    ) -> Result<(), Outcome> {
+        {
+            let mut status = self.status();
+            status.resumes += 1;
+            status.connected = true;
+            status.last_resumed = Some(SystemTime::now());
+            if let (Some(session), Some(seq)) = (status.state.session.as_mut(), self.last_seq) {
+                session.seq = seq;
+            }
+        }
+        log::info!(
+            "gateway session resumed ({} missed events replayed)",
+            live.replayed
+        );
+        live.resuming = false;
+        live.healthy_since = Some(Instant::now());
+        self.set_online(connection, limiter).await
+    }
+
+    /// Explicit `online` presence after READY/RESUMED, so recovery is
+    /// visible at once.
+    async fn set_online(
+        &self,
+        connection: &mut Connection,
+        limiter: &mut CommandLimiter,
+    ) -> Result<(), Outcome> {
+        match Command::PresenceUpdate(self.shard.config.presence.clone()).to_json() {
+            Ok(json) => self.send_now(connection, limiter, json).await,
+            Err(err) => {
+                log::warn!("not setting presence: {err}");
+                Ok(())
+            }
+        }
+    }
+
+    /// Turns a close or transport error into what to do next.
+    fn connection_lost(&self, message: Result<Incoming, TransportError>) -> Outcome {
+        let reason;
+        let outcome = match message {
+            Ok(Incoming::Closed(Some(code))) => {
+                let code = CloseCode(code);
+                reason = format!("gateway closed the connection: {code}");
+                match code.action() {
+                    CloseAction::Fatal => Outcome::Fatal(code),
+                    CloseAction::Reidentify => Outcome::Reidentify {
+                        wait: Duration::ZERO,
+                    },
+                    CloseAction::Resume => Outcome::Resume { immediate: false },
+                }
+            }
+            Ok(Incoming::Closed(None)) => {
+                reason = "connection dropped without a close frame".to_owned();
+                Outcome::Resume { immediate: false }
+            }
+            Ok(Incoming::Text(_)) => {
+                reason = "unexpected text".to_owned();
+                Outcome::Resume { immediate: false }
+            }
+            Err(err) => {
+                reason = err.to_string();
+                Outcome::Resume { immediate: false }
+            }
+        };
+        if !matches!(outcome, Outcome::Fatal(_)) {
+            log::warn!("{reason}; reconnecting");
+            self.emit(ShardEvent::Disconnected { reason });
+        }
+        outcome
+    }
+}
+
+/// Per-connection facts the loop keeps.
+struct Live {
+    healthy_since: Option<Instant>,
+    resuming: bool,
+    replayed: u64,
+}
+
+enum Wake {
+    Beat,
+    Frame(Result<Incoming, TransportError>),
+    Command(String),
+    CommandSlot,
+    Shutdown,
+}

@@ -1,0 +1,207 @@
+//! The identify budget guard.
+//!
+//! Discord resets a bot's token after 1000 identifies in 24 h, and a
+//! reconnect storm can burn that in an afternoon. This guard counts fresh
+//! identifies in a rolling 24 h window (persisted with the session state, so
+//! a crash loop is counted too), takes the gateway's own
+//! `session_start_limit.remaining` into account when known, spaces
+//! identifies by the concurrency window, and slows down — loudly — as the
+//! budget runs low instead of spending it.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Discord's window for the identify limit.
+pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+/// Discord's identify limit per window for ordinary bots.
+pub const DAILY_LIMIT: u32 = 1000;
+/// Identifies allowed per `max_concurrency` bucket per this long.
+pub const CONCURRENCY_WINDOW: Duration = Duration::from_secs(5);
+
+/// `session_start_limit` from `GET /gateway/bot`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionStartLimit {
+    /// Identifies allowed per window.
+    pub total: u32,
+    /// Identifies left.
+    pub remaining: u32,
+    /// Milliseconds until `remaining` resets.
+    pub reset_after: u64,
+    /// Identifies allowed per 5 s.
+    pub max_concurrency: u32,
+}
+
+/// How urgent the budget situation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pressure {
+    /// Plenty left.
+    Normal,
+    /// Running low: identifies are slowed down.
+    Low,
+    /// Nearly gone: identifies wait for the budget to refill.
+    Critical,
+}
+
+/// The decision before a fresh identify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdentifyPlan {
+    /// Wait this long first.
+    pub wait: Duration,
+    /// Identifies left by the stricter of our count and the gateway's.
+    pub remaining: u32,
+    /// How urgent it is.
+    pub pressure: Pressure,
+}
+
+/// Fresh identifies in the last 24 h (unix milliseconds), oldest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct IdentifyBudget {
+    history: Vec<u64>,
+}
+
+impl IdentifyBudget {
+    fn expire(&mut self, now_ms: u64) {
+        let window = WINDOW.as_millis() as u64;
+        self.history
+            .retain(|&at| now_ms.saturating_sub(at) < window);
+        // A clock that jumped back would keep entries "from the future"
+        // forever; clamp them to now instead.
+        for at in &mut self.history {
+            *at = (*at).min(now_ms);
+        }
+    }
+
+    /// Identifies counted in the window ending at `now_ms`.
+    pub fn used(&mut self, now_ms: u64) -> u32 {
+        self.expire(now_ms);
+        u32::try_from(self.history.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Records a fresh identify sent at `now_ms`.
+    pub fn record(&mut self, now_ms: u64) {
+        self.expire(now_ms);
+        self.history.push(now_ms);
+        // Bounded: more than the daily limit is never useful to remember.
+        if self.history.len() > DAILY_LIMIT as usize {
+            self.history.remove(0);
+        }
+    }
+
+    /// What to do before the next fresh identify at `now_ms`, given the
+    /// gateway's figures if we have them.
+    pub fn plan(&mut self, now_ms: u64, remote: Option<SessionStartLimit>) -> IdentifyPlan {
+        let used = self.used(now_ms);
+        let local_remaining = DAILY_LIMIT.saturating_sub(used);
+        let remaining = remote.map_or(local_remaining, |limit| {
+            limit.remaining.min(local_remaining)
+        });
+        let spacing = CONCURRENCY_WINDOW.as_millis() as u64;
+        let since_last = self
+            .history
+            .last()
+            .map_or(u64::MAX, |&last| now_ms.saturating_sub(last));
+        let concurrency_wait = Duration::from_millis(spacing.saturating_sub(since_last));
+        let (pressure, budget_wait) = match remaining {
+            101.. => (Pressure::Normal, Duration::ZERO),
+            21..=100 => (Pressure::Low, Duration::from_secs(60)),
+            6..=20 => (Pressure::Critical, Duration::from_secs(15 * 60)),
+            _ => {
+                // Wait for the window to free a slot: the gateway's reset if
+                // known, else until our oldest identify ages out.
+                let local_refill = self.history.first().map_or(0, |&oldest| {
+                    (oldest + WINDOW.as_millis() as u64).saturating_sub(now_ms)
+                });
+                let refill = remote
+                    .filter(|limit| limit.remaining == 0 || limit.remaining < local_remaining)
+                    .map_or(local_refill, |limit| limit.reset_after);
+                (
+                    Pressure::Critical,
+                    Duration::from_millis(refill).max(Duration::from_secs(15 * 60)),
+                )
+            }
+        };
+        IdentifyPlan {
+            wait: concurrency_wait.max(budget_wait),
+            remaining,
+            pressure,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: u64 = 3_600_000;
+
+    #[test]
+    fn counts_a_rolling_window() {
+        let mut budget = IdentifyBudget::default();
+        budget.record(0);
+        budget.record(HOUR);
+        assert_eq!(budget.used(2 * HOUR), 2);
+        assert_eq!(budget.used(24 * HOUR + 1), 1);
+        assert_eq!(budget.used(25 * HOUR + 1), 0);
+    }
+
+    #[test]
+    fn spaces_identifies_by_the_concurrency_window() {
+        let mut budget = IdentifyBudget::default();
+        assert_eq!(budget.plan(0, None).wait, Duration::ZERO);
+        budget.record(10_000);
+        let plan = budget.plan(12_000, None);
+        assert_eq!(plan.wait, Duration::from_secs(3));
+        assert_eq!(plan.pressure, Pressure::Normal);
+        assert_eq!(plan.remaining, 999);
+    }
+
+    #[test]
+    fn slows_down_as_the_budget_runs_low() {
+        let mut budget = IdentifyBudget::default();
+        for n in 0..950 {
+            budget.record(n * 60_000);
+        }
+        let now = 950 * 60_000;
+        let plan = budget.plan(now, None);
+        assert_eq!(plan.remaining, 50);
+        assert_eq!(plan.pressure, Pressure::Low);
+        assert_eq!(plan.wait, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_gateways_figure_wins_when_stricter() {
+        let mut budget = IdentifyBudget::default();
+        let remote = SessionStartLimit {
+            total: 1000,
+            remaining: 3,
+            reset_after: 5 * HOUR,
+            max_concurrency: 1,
+        };
+        let plan = budget.plan(0, Some(remote));
+        assert_eq!(plan.remaining, 3);
+        assert_eq!(plan.pressure, Pressure::Critical);
+        assert_eq!(plan.wait, Duration::from_millis(5 * HOUR));
+    }
+
+    #[test]
+    fn exhausted_local_budget_waits_for_the_oldest_to_age_out() {
+        let mut budget = IdentifyBudget::default();
+        for n in 0..1000 {
+            budget.record(n * 1000);
+        }
+        let now = 1000 * 1000;
+        let plan = budget.plan(now, None);
+        assert_eq!(plan.remaining, 0);
+        assert_eq!(plan.wait, Duration::from_millis(24 * HOUR - now));
+    }
+
+    #[test]
+    fn persists_as_a_plain_list() {
+        let mut budget = IdentifyBudget::default();
+        budget.record(5);
+        assert_eq!(serde_json::to_string(&budget).unwrap(), "[5]");
+        let back: IdentifyBudget = serde_json::from_str("[5]").unwrap();
+        assert_eq!(back, budget);
+    }
+}

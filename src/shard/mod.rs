@@ -1,0 +1,328 @@
+//! shard: one gateway session that stays online.
+//!
+//! [`Shard::new`] gives a driver ([`Shard::run`], spawn it) and a
+//! [`ShardHandle`] to receive dispatches and send commands. The driver
+//! connects, identifies or resumes, hands every dispatch over in order and
+//! exactly once (replays after a resume are dropped, gaps are logged),
+//! heartbeats on a fixed schedule, and reconnects with jittered backoff —
+//! resuming whenever Discord allows it, because a fresh identify spends the
+//! daily budget (see [`identify_budget`]).
+//!
+//! ```no_run
+//! # use smolcord::{shard::{Shard, ShardConfig, ShardEvent}, token::Token, protocol::Intents};
+//! # smol::block_on(async {
+//! let config = ShardConfig::new(Token::new("…").unwrap(), Intents::DIRECT_MESSAGES);
+//! let (shard, handle) = Shard::new(config);
+//! smol::spawn(shard.run()).detach();
+//! while let Ok(ShardEvent::Dispatch(dispatch)) = handle.next_event().await {
+//!     println!("{} #{}", dispatch.name, dispatch.seq);
+//! }
+//! # });
+//! ```
+
+pub mod backoff;
+mod driver;
+pub mod identify_budget;
+pub mod ratelimit;
+pub mod session;
+
+pub use backoff::Backoff;
+pub use identify_budget::{IdentifyBudget, SessionStartLimit};
+pub use session::{Session, SessionState};
+
+use crate::heartbeat::{Account, BeatRecord};
+use crate::protocol::{CloseCode, Command, DecodeError, Frame, Intents, PresenceUpdate, User};
+use crate::token::Token;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use smol::channel::{self, Receiver, Sender};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// Where to connect, and the identify budget, as `GET /gateway/bot` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayInfo {
+    /// The gateway URL.
+    pub url: String,
+    /// The identify budget, if the source knows it.
+    pub session_start_limit: Option<SessionStartLimit>,
+}
+
+/// A boxed future, as returned by a [`GatewayInfoSource`].
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Asks for the gateway URL and identify budget (normally `GET /gateway/bot`).
+pub type GatewayInfoSource = Arc<dyn Fn() -> BoxFuture<Result<GatewayInfo, String>> + Send + Sync>;
+
+/// How a shard connects and behaves.
+#[derive(Clone)]
+pub struct ShardConfig {
+    /// The bot token.
+    pub token: Token,
+    /// Intents to identify with.
+    pub intents: Intents,
+    /// `[shard_id, shard_count]`.
+    pub shard: [u32; 2],
+    /// The gateway URL; `None` asks `gateway_info`, then falls back to
+    /// `wss://gateway.discord.gg`.
+    pub gateway_url: Option<String>,
+    /// Source of `GET /gateway/bot` (URL and identify budget), if any.
+    pub gateway_info: Option<GatewayInfoSource>,
+    /// Ask for zlib-stream transport compression.
+    pub compress: bool,
+    /// Identify's `large_threshold`.
+    pub large_threshold: Option<u8>,
+    /// Presence set in Identify and after READY/RESUMED.
+    pub presence: PresenceUpdate,
+    /// State restored from disk (session to resume, identify history).
+    pub state: SessionState,
+    /// A beat later than this logs a warning.
+    pub heartbeat_warn: Duration,
+    /// Reconnect backoff.
+    pub backoff: Backoff,
+    /// Bound on connecting (TCP + TLS + WebSocket handshake).
+    pub connect_timeout: Duration,
+    /// Bound on waiting for Hello after connecting.
+    pub hello_timeout: Duration,
+    /// Bound on the close handshake (a zombied peer never answers).
+    pub close_timeout: Duration,
+    /// Random wait before identifying after op 9 `false` (Discord: 1-5 s).
+    pub invalid_session_wait: (Duration, Duration),
+}
+
+impl ShardConfig {
+    /// Defaults for one shard with `intents`.
+    pub fn new(token: Token, intents: Intents) -> ShardConfig {
+        ShardConfig {
+            token,
+            intents,
+            shard: [0, 1],
+            gateway_url: None,
+            gateway_info: None,
+            compress: false,
+            large_threshold: None,
+            presence: PresenceUpdate::online(),
+            state: SessionState::default(),
+            heartbeat_warn: Duration::from_secs(1),
+            backoff: Backoff::default(),
+            connect_timeout: Duration::from_secs(10),
+            hello_timeout: Duration::from_secs(30),
+            close_timeout: Duration::from_secs(1),
+            invalid_session_wait: (Duration::from_secs(1), Duration::from_secs(5)),
+        }
+    }
+}
+
+impl fmt::Debug for ShardConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardConfig")
+            .field("token", &self.token)
+            .field("intents", &self.intents)
+            .field("shard", &self.shard)
+            .field("gateway_url", &self.gateway_url)
+            .field("compress", &self.compress)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A dispatch event (op 0), READY and RESUMED included.
+#[derive(Debug)]
+pub struct Dispatch {
+    /// The event name (`t`).
+    pub name: String,
+    /// The sequence number (`s`).
+    pub seq: u64,
+    frame: Frame,
+}
+
+impl Dispatch {
+    /// Decodes the payload.
+    pub fn data<T: DeserializeOwned>(&self) -> Result<T, DecodeError> {
+        self.frame.data()
+    }
+
+    /// The raw JSON payload.
+    pub fn raw_data(&self) -> &str {
+        self.frame.raw_data()
+    }
+}
+
+/// What a shard reports.
+#[derive(Debug)]
+pub enum ShardEvent {
+    /// A dispatch, in order, exactly once.
+    Dispatch(Dispatch),
+    /// A heartbeat was acknowledged (its record has lateness and RTT).
+    Heartbeat(BeatRecord),
+    /// The connection ended and the shard is reconnecting.
+    Disconnected {
+        /// Why, readably.
+        reason: String,
+    },
+}
+
+/// Why a shard stopped for good.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShardError {
+    /// The gateway closed with a code that needs the operator.
+    Fatal {
+        /// The close code.
+        code: u16,
+        /// What it means and what to do.
+        message: String,
+    },
+    /// The shard was shut down (or its driver dropped).
+    Stopped,
+    /// A command could not be sent.
+    Command(String),
+}
+
+impl ShardError {
+    fn fatal(code: CloseCode) -> ShardError {
+        let advice = code.advice().unwrap_or("see Discord's close code table");
+        ShardError::Fatal {
+            code: code.0,
+            message: format!("{code}: {advice}"),
+        }
+    }
+}
+
+impl fmt::Display for ShardError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShardError::Fatal { message, .. } => {
+                write!(f, "gateway closed the connection: {message}")
+            }
+            ShardError::Stopped => f.write_str("the shard has stopped"),
+            ShardError::Command(detail) => write!(f, "cannot send gateway command: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ShardError {}
+
+/// What a shard knows about itself, for status snapshots.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ShardStatus {
+    /// `[shard_id, shard_count]`.
+    pub shard: [u32; 2],
+    /// Session to resume and identify history (persist this).
+    pub state: SessionState,
+    /// Fresh sessions started (READY) by this process.
+    pub sessions_started: u64,
+    /// Successful resumes (RESUMED) by this process.
+    pub resumes: u64,
+    /// Whether a session is live right now.
+    pub connected: bool,
+    /// The bot user, from READY.
+    pub user: Option<User>,
+    /// Heartbeat interval of the current connection, ms.
+    pub heartbeat_interval_ms: Option<u64>,
+    /// The heartbeat account.
+    pub heartbeat: Account,
+    /// Last READY.
+    pub last_ready: Option<SystemTime>,
+    /// Last RESUMED.
+    pub last_resumed: Option<SystemTime>,
+    /// Last heartbeat ACK.
+    pub last_ack: Option<SystemTime>,
+    /// Dispatches dropped as replays of ones already delivered.
+    pub duplicates_dropped: u64,
+    /// Sequence gaps seen (events never received).
+    pub gaps: u64,
+    /// Frames that could not be decoded (logged and skipped).
+    pub malformed_frames: u64,
+}
+
+type EventItem = Result<ShardEvent, ShardError>;
+
+/// The consumer's side of a shard.
+#[derive(Clone)]
+pub struct ShardHandle {
+    events: Receiver<EventItem>,
+    commands: Sender<(Command, String)>,
+    shutdown: Sender<()>,
+    status: Arc<Mutex<ShardStatus>>,
+}
+
+impl ShardHandle {
+    /// The next event. `Err(ShardError::Fatal)` once if the gateway refused
+    /// us for good; `Err(ShardError::Stopped)` after the driver ended.
+    pub async fn next_event(&self) -> Result<ShardEvent, ShardError> {
+        self.events.recv().await.unwrap_or(Err(ShardError::Stopped))
+    }
+
+    /// Queues a gateway command. Refuses one over 4096 bytes at once. It is
+    /// sent as the 120-per-60 s limit allows, after any due heartbeat.
+    pub async fn send(&self, command: Command) -> Result<(), ShardError> {
+        let json = command.to_json().map_err(ShardError::Command)?;
+        self.commands
+            .send((command, json))
+            .await
+            .map_err(|_| ShardError::Stopped)
+    }
+
+    /// Asks the driver to close (with a resumable code, so a restart can
+    /// resume) and stop.
+    pub fn shutdown(&self) {
+        let _ = self.shutdown.try_send(());
+    }
+
+    /// A snapshot of the shard's status.
+    pub fn status(&self) -> ShardStatus {
+        lock(&self.status).clone()
+    }
+}
+
+fn lock(status: &Mutex<ShardStatus>) -> MutexGuard<'_, ShardStatus> {
+    // Updates are plain field writes; a poisoned lock holds consistent data.
+    status
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The driver of one gateway session. Run it with [`Shard::run`].
+pub struct Shard {
+    config: ShardConfig,
+    events: Sender<EventItem>,
+    commands: Receiver<(Command, String)>,
+    shutdown: Receiver<()>,
+    status: Arc<Mutex<ShardStatus>>,
+}
+
+impl Shard {
+    /// A driver and its handle.
+    pub fn new(config: ShardConfig) -> (Shard, ShardHandle) {
+        let (event_tx, event_rx) = channel::unbounded();
+        let (command_tx, command_rx) = channel::bounded(64);
+        let (shutdown_tx, shutdown_rx) = channel::bounded(1);
+        let status = Arc::new(Mutex::new(ShardStatus {
+            shard: config.shard,
+            state: config.state.clone(),
+            ..ShardStatus::default()
+        }));
+        let shard = Shard {
+            config,
+            events: event_tx,
+            commands: command_rx,
+            shutdown: shutdown_rx,
+            status: status.clone(),
+        };
+        let handle = ShardHandle {
+            events: event_rx,
+            commands: command_tx,
+            shutdown: shutdown_tx,
+            status,
+        };
+        (shard, handle)
+    }
+
+    /// Runs until shut down (`Ok`) or refused for good (`Err`, also sent to
+    /// the handle as the last event).
+    pub async fn run(self) -> Result<(), ShardError> {
+        driver::Driver::new(self).run().await
+    }
+}
