@@ -6,5 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod offload;
+pub mod rest;
 pub mod token;
