@@ -270,16 +270,16 @@ impl Config {
 /// exist. Start-up only.
 async fn read_file(path: &Path) -> Result<Option<String>, ConfigError> {
     let owned = path.to_path_buf();
-    let result = crate::offload::unblock(move || {
-        #[allow(clippy::disallowed_methods)] // start-up only, on the blocking pool
-        std::fs::read_to_string(owned)
-    })
-    .await;
-    match result {
+    match crate::offload::unblock(move || read_blocking(&owned)).await {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ConfigError::new(format!("{}: {e}", path.display()))),
     }
+}
+
+#[allow(clippy::disallowed_methods)] // start-up only, and on the blocking pool
+fn read_blocking(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
 }
 
 #[cfg(test)]
