@@ -6,10 +6,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod heartbeat;
 pub mod loopwatch;
 pub mod offload;
 pub mod protocol;
+pub mod rest;
 pub mod shard;
 pub mod token;
 pub mod transport;

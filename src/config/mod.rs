@@ -1,0 +1,286 @@
+//! Configuration: one JSON file plus a few environment overrides.
+//!
+//! Sources, lowest precedence first: built-in defaults; the config file
+//! (`--config FILE`, else `SMOLCORD_CONFIG`, else `STATE_DIR/config.json`
+//! when it exists); then `SMOLCORD_GATEWAY_URL`, `SMOLCORD_API_BASE` and
+//! `SMOLCORD_STATE_DIR`. Unknown keys and wrong types are refused with the
+//! key, the file and the position, because a typo silently ignored (say
+//! `alowed_user_ids`) would open or close the bot to the wrong people.
+//!
+//! The token is deliberately *not* a config key: it comes from
+//! `DISCORD_TOKEN` or from the file named by `token_file`, so a config file
+//! can be shared or committed without leaking it.
+//!
+//! The environment is passed in as a function, so tests never read the real
+//! environment or `$HOME`:
+//!
+//! ```no_run
+//! # smol::block_on(async {
+//! let env = |name: &str| std::env::var(name).ok();
+//! let config = smolcord::config::Config::load(None, &env).await?;
+//! let token = config.token(&env).await?;
+//! # Ok::<(), smolcord::config::ConfigError>(())
+//! # });
+//! ```
+
+mod error;
+mod parse;
+mod state_dir;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use error::ConfigError;
+
+use crate::token::Token;
+
+/// The environment, as a lookup function (`std::env::var(..).ok()` in
+/// production, a map in tests).
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Default REST base URL.
+pub const DEFAULT_API_BASE: &str = "https://discord.com/api/v10";
+/// Default gateway intents: DIRECT_MESSAGES (1 << 12).
+pub const DEFAULT_INTENTS: u64 = 1 << 12;
+/// Default attachment download cap: 25 MiB (Discord's request limit).
+pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 * 1024 * 1024;
+
+/// The resolved configuration. Every key of the file has a default; see the
+/// README for one line per key.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Gateway URL (`ws://` or `wss://`); `None` asks `GET /gateway/bot`.
+    #[serde(default)]
+    pub gateway_url: Option<String>,
+    /// REST base URL, without a trailing slash.
+    #[serde(default = "default_api_base")]
+    pub api_base: String,
+    /// Where session, access and spool state live.
+    // Empty while parsing; `resolve` fills it from the environment.
+    #[serde(default)]
+    pub state_dir: PathBuf,
+    /// Gateway intents bit set.
+    #[serde(default = "default_intents")]
+    pub intents: u64,
+    /// `[shard_id, shard_count]`.
+    #[serde(default = "default_shard", deserialize_with = "parse::shard")]
+    pub shard: [u32; 2],
+    /// Ask for zlib-stream transport compression.
+    #[serde(default)]
+    pub compress: bool,
+    /// The owner's user id (snowflake).
+    #[serde(default, deserialize_with = "parse::opt_snowflake")]
+    pub owner_id: Option<String>,
+    /// Further allowed user ids (snowflakes).
+    #[serde(default, deserialize_with = "parse::snowflakes")]
+    pub allowed_user_ids: Vec<String>,
+    /// Trust on first use: the first user to DM becomes the owner.
+    #[serde(default)]
+    pub tofu: bool,
+    /// Transcriber argv; the audio file path is appended.
+    #[serde(default)]
+    pub transcribe_cmd: Option<Vec<String>>,
+    /// Transcriber timeout, seconds.
+    #[serde(default = "default_transcribe_timeout_s")]
+    pub transcribe_timeout_s: u64,
+    /// Agent argv; task JSON on stdin, stdout is the reply.
+    #[serde(default)]
+    pub agent_cmd: Option<Vec<String>>,
+    /// Agent timeout, seconds.
+    #[serde(default = "default_agent_timeout_s")]
+    pub agent_timeout_s: u64,
+    /// DM fallback argv; result JSON on stdin.
+    #[serde(default)]
+    pub dm_fallback_cmd: Option<Vec<String>>,
+    /// DM fallback timeout, seconds.
+    #[serde(default = "default_dm_fallback_timeout_s")]
+    pub dm_fallback_timeout_s: u64,
+    /// Results spool poll interval, milliseconds.
+    #[serde(default = "default_results_poll_ms")]
+    pub results_poll_ms: u64,
+    /// Largest attachment the bridge downloads, bytes.
+    #[serde(default = "default_max_attachment_bytes")]
+    pub max_attachment_bytes: u64,
+    /// A heartbeat later than this (ms) is logged as a warning.
+    #[serde(default = "default_heartbeat_warn_ms")]
+    pub heartbeat_warn_ms: u64,
+    /// File holding the token (used when `DISCORD_TOKEN` is unset). A
+    /// relative path is relative to the config file's directory.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// Agent commands running at once.
+    #[serde(default = "default_agent_concurrency")]
+    pub agent_concurrency: usize,
+    /// Consecutive failed start-ups before safe mode.
+    #[serde(default = "default_safe_mode_after_failures")]
+    pub safe_mode_after_failures: u32,
+    /// Capacity of the failure journal (records).
+    #[serde(default = "default_journal_capacity")]
+    pub journal_capacity: usize,
+}
+
+fn default_api_base() -> String {
+    DEFAULT_API_BASE.to_owned()
+}
+fn default_intents() -> u64 {
+    DEFAULT_INTENTS
+}
+fn default_shard() -> [u32; 2] {
+    [0, 1]
+}
+fn default_transcribe_timeout_s() -> u64 {
+    25
+}
+fn default_agent_timeout_s() -> u64 {
+    300
+}
+fn default_dm_fallback_timeout_s() -> u64 {
+    15
+}
+fn default_results_poll_ms() -> u64 {
+    1000
+}
+fn default_max_attachment_bytes() -> u64 {
+    DEFAULT_MAX_ATTACHMENT_BYTES
+}
+fn default_heartbeat_warn_ms() -> u64 {
+    1000
+}
+fn default_agent_concurrency() -> usize {
+    2
+}
+fn default_safe_mode_after_failures() -> u32 {
+    3
+}
+fn default_journal_capacity() -> usize {
+    32
+}
+
+impl Config {
+    /// All defaults, with the given state dir. Meant for tests and embedders
+    /// that build their configuration in code.
+    pub fn with_state_dir(state_dir: impl Into<PathBuf>) -> Config {
+        let mut config = parse::defaults();
+        config.state_dir = state_dir.into();
+        config
+    }
+
+    /// Loads the configuration (see the module doc for the sources).
+    ///
+    /// `args_config` is `--config FILE`. An explicitly named file that is
+    /// missing is an error; a missing `STATE_DIR/config.json` is not.
+    pub async fn load(args_config: Option<&Path>, env: Env<'_>) -> Result<Config, ConfigError> {
+        let explicit = args_config
+            .map(Path::to_path_buf)
+            .or_else(|| state_dir::non_empty(env, "SMOLCORD_CONFIG").map(PathBuf::from));
+        match explicit {
+            Some(path) => match read_file(&path).await? {
+                Some(text) => Config::parse(&text, &path, env),
+                None => Err(ConfigError::new(format!(
+                    "config {}: file not found (named by --config or SMOLCORD_CONFIG)",
+                    path.display()
+                ))),
+            },
+            None => {
+                let implicit = state_dir::from_env(env).map(|dir| dir.join("config.json"));
+                let text = match &implicit {
+                    Some(path) => read_file(path).await?,
+                    None => None,
+                };
+                match (implicit, text) {
+                    (Some(path), Some(text)) => Config::parse(&text, &path, env),
+                    _ => Config::from_defaults(env),
+                }
+            }
+        }
+    }
+
+    /// Parses the text of config file `origin` and applies the environment
+    /// overrides. Pure: no I/O.
+    pub fn parse(text: &str, origin: &Path, env: Env<'_>) -> Result<Config, ConfigError> {
+        let mut config = parse::from_text(text, origin)?;
+        if let Some(token_file) = &config.token_file {
+            if token_file.is_relative() {
+                if let Some(dir) = origin.parent() {
+                    config.token_file = Some(dir.join(token_file));
+                }
+            }
+        }
+        config.resolve(Some(origin), env)
+    }
+
+    /// Defaults plus the environment overrides (no config file).
+    pub fn from_defaults(env: Env<'_>) -> Result<Config, ConfigError> {
+        parse::defaults().resolve(None, env)
+    }
+
+    fn resolve(mut self, origin: Option<&Path>, env: Env<'_>) -> Result<Config, ConfigError> {
+        if let Some(url) = state_dir::non_empty(env, "SMOLCORD_GATEWAY_URL") {
+            self.gateway_url = Some(url);
+        }
+        if let Some(base) = state_dir::non_empty(env, "SMOLCORD_API_BASE") {
+            self.api_base = base;
+        }
+        self.api_base = self.api_base.trim_end_matches('/').to_owned();
+        if let Some(dir) = state_dir::non_empty(env, "SMOLCORD_STATE_DIR") {
+            self.state_dir = PathBuf::from(dir);
+        } else if self.state_dir.as_os_str().is_empty() {
+            self.state_dir = state_dir::from_env(env).ok_or_else(|| {
+                ConfigError::new(
+                    "no state directory: set SMOLCORD_STATE_DIR (or XDG_STATE_HOME or HOME), \
+                     or `state_dir` in the config file",
+                )
+            })?;
+        }
+        validate::check(&self, origin)?;
+        Ok(self)
+    }
+
+    /// The bot token: `DISCORD_TOKEN` if set and non-blank, else the
+    /// contents of `token_file` (trimmed), else `None`.
+    ///
+    /// A `token_file` that cannot be read, or is blank, is an error naming
+    /// the file (never its contents).
+    pub async fn token(&self, env: Env<'_>) -> Result<Option<Token>, ConfigError> {
+        if let Some(token) = env("DISCORD_TOKEN").and_then(|raw| Token::new(&raw)) {
+            return Ok(Some(token));
+        }
+        let Some(path) = self.token_file.clone() else {
+            return Ok(None);
+        };
+        let shown = path.display().to_string();
+        match read_file(&path).await? {
+            None => Err(ConfigError::new(format!(
+                "token_file {shown}: file not found"
+            ))),
+            Some(text) => match Token::new(&text) {
+                Some(token) => Ok(Some(token)),
+                None => Err(ConfigError::new(format!(
+                    "token_file {shown}: file is empty"
+                ))),
+            },
+        }
+    }
+}
+
+/// Reads a whole file on the blocking pool; `Ok(None)` when it does not
+/// exist. Start-up only.
+async fn read_file(path: &Path) -> Result<Option<String>, ConfigError> {
+    let owned = path.to_path_buf();
+    match crate::offload::unblock(move || read_blocking(&owned)).await {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ConfigError::new(format!("{}: {e}", path.display()))),
+    }
+}
+
+#[allow(clippy::disallowed_methods)] // start-up only, and on the blocking pool
+fn read_blocking(path: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::*;
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(
+        text,
+        Path::new("/etc/smolcord.json"),
+        &env_of(&[("SMOLCORD_STATE_DIR", "/s")]),
+    )
+}
+
+#[test]
+fn type_error_names_the_key_even_on_one_line() {
+    let err = parse(r#"{"tofu": true, "intents": "lots", "compress": false}"#).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("config /etc/smolcord.json: key `intents`:"),
+        "{text}"
+    );
+    assert!(text.contains("expected u64"), "{text}");
+    assert!(text.contains("line 1 col"), "{text}");
+}
+
+#[test]
+fn nested_error_names_the_outer_key() {
+    let err = parse("{\n  \"shard\": [0, \"x\"],\n  \"tofu\": true\n}").unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("key `shard`"), "{text}");
+    assert!(text.contains("line 2"), "{text}");
+}
+
+#[test]
+fn bad_snowflake_is_refused() {
+    let err = parse(r#"{"owner_id": "12ab"}"#).unwrap_err();
+    assert!(err.to_string().contains("key `owner_id`"), "{err}");
+    let err = parse(r#"{"allowed_user_ids": [1, -2]}"#).unwrap_err();
+    assert!(err.to_string().contains("key `allowed_user_ids`"), "{err}");
+}
+
+#[test]
+fn duplicate_key_is_named() {
+    let err = parse(r#"{"tofu": true, "tofu": false}"#).unwrap_err();
+    assert!(err.to_string().contains("key `tofu`"), "{err}");
+}
+
+#[test]
+fn syntax_error_and_non_object_are_explained() {
+    let err = parse("{\"tofu\": tru").unwrap_err();
+    assert!(err.to_string().contains("invalid JSON"), "{err}");
+    let err = parse("[1, 2]").unwrap_err();
+    assert!(err.to_string().contains("expected a JSON object"), "{err}");
+}
+
+#[test]
+fn zero_values_and_empty_argv_are_refused() {
+    for (text, key) in [
+        (r#"{"results_poll_ms": 0}"#, "results_poll_ms"),
+        (r#"{"agent_concurrency": 0}"#, "agent_concurrency"),
+        (r#"{"agent_cmd": []}"#, "agent_cmd"),
+        (r#"{"transcribe_cmd": [""]}"#, "transcribe_cmd"),
+        (r#"{"gateway_url": "http://x"}"#, "gateway_url"),
+        (r#"{"api_base": "ftp://x"}"#, "api_base"),
+    ] {
+        let err = parse(text).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!("key `{key}`")),
+            "{text}: {err}"
+        );
+    }
+}
+
+#[test]
+fn relative_token_file_is_relative_to_the_config_file() {
+    let config = parse(r#"{"token_file": "secret/token"}"#).unwrap();
+    assert_eq!(
+        config.token_file.as_deref(),
+        Some(Path::new("/etc/secret/token"))
+    );
+}
+
+#[test]
+fn with_state_dir_has_defaults() {
+    let config = Config::with_state_dir("/tmp/x");
+    assert_eq!(config.state_dir, Path::new("/tmp/x"));
+    assert_eq!(config.api_base, DEFAULT_API_BASE);
+    assert_eq!(config.journal_capacity, 32);
+}
+
+#[test]
+fn every_listed_key_is_a_config_key() {
+    let values = [
+        "\"ws://x\"",
+        "\"http://x\"",
+        "\"/x\"",
+        "1",
+        "[0, 1]",
+        "true",
+        "\"1\"",
+        "[]",
+        "true",
+        "[\"a\"]",
+        "1",
+        "[\"a\"]",
+        "1",
+        "[\"a\"]",
+        "1",
+        "1",
+        "1",
+        "1",
+        "\"t\"",
+        "1",
+        "1",
+        "1",
+    ];
+    assert_eq!(values.len(), parse::KEYS.len());
+    let body: Vec<String> = parse::KEYS
+        .iter()
+        .zip(values)
+        .map(|(key, value)| format!("\"{key}\": {value}"))
+        .collect();
+    parse(&format!("{{{}}}", body.join(", "))).unwrap();
+}
+
+#[test]
+fn typo_gets_a_suggestion() {
+    let err = parse(r#"{"alowed_user_ids": []}"#).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("(did you mean `allowed_user_ids`?)"),
+        "{err}"
+    );
+    let err = parse(r#"{"zzzzzzzzzz": 1}"#).unwrap_err();
+    assert!(
+        err.to_string().contains("the keys are: gateway_url,"),
+        "{err}"
+    );
+}

@@ -1,0 +1,81 @@
+//! Checks serde cannot express: ranges, non-empty argv, URL schemes. Each
+//! refusal names the key (and the variable that can also set it).
+
+use std::path::Path;
+
+use super::{Config, ConfigError};
+
+pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), ConfigError> {
+    let source = match origin {
+        Some(path) => format!("config {}", path.display()),
+        None => "config (defaults and environment)".to_owned(),
+    };
+    let fail =
+        |key: &str, what: String| Err(ConfigError::new(format!("{source}: key `{key}`: {what}")));
+
+    let [id, count] = config.shard;
+    if count == 0 {
+        return fail(
+            "shard",
+            "shard count must be at least 1 (`[id, count]`)".into(),
+        );
+    }
+    if id >= count {
+        return fail(
+            "shard",
+            format!("shard id {id} must be less than the count {count}"),
+        );
+    }
+    if let Some(url) = &config.gateway_url {
+        if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+            return fail(
+                "gateway_url",
+                format!("{url:?} must start with ws:// or wss:// (also settable by SMOLCORD_GATEWAY_URL)"),
+            );
+        }
+    }
+    let base = &config.api_base;
+    if !(base.starts_with("http://") || base.starts_with("https://")) || base.contains('?') {
+        return fail(
+            "api_base",
+            format!("{base:?} must be an http:// or https:// URL without a query (also settable by SMOLCORD_API_BASE)"),
+        );
+    }
+    if config.compress && !cfg!(feature = "zlib") {
+        return fail(
+            "compress",
+            "this build has no zlib support (feature `zlib`)".into(),
+        );
+    }
+    for (key, argv) in [
+        ("transcribe_cmd", &config.transcribe_cmd),
+        ("agent_cmd", &config.agent_cmd),
+        ("dm_fallback_cmd", &config.dm_fallback_cmd),
+    ] {
+        if let Some(argv) = argv {
+            if argv.first().is_none_or(|program| program.trim().is_empty()) {
+                return fail(key, "the argv array must start with a program name".into());
+            }
+        }
+    }
+    // Zero would mean a busy loop, a task that can never finish, or a
+    // bridge that can never run anything: refuse rather than guess.
+    for (key, value) in [
+        ("transcribe_timeout_s", config.transcribe_timeout_s),
+        ("agent_timeout_s", config.agent_timeout_s),
+        ("dm_fallback_timeout_s", config.dm_fallback_timeout_s),
+        ("results_poll_ms", config.results_poll_ms),
+        ("max_attachment_bytes", config.max_attachment_bytes),
+        ("agent_concurrency", config.agent_concurrency as u64),
+        (
+            "safe_mode_after_failures",
+            u64::from(config.safe_mode_after_failures),
+        ),
+        ("journal_capacity", config.journal_capacity as u64),
+    ] {
+        if value == 0 {
+            return fail(key, "must be at least 1".into());
+        }
+    }
+    Ok(())
+}

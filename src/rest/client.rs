@@ -1,0 +1,434 @@
+//! [`RestClient`]: the REST calls the bridge makes, with retries and rate
+//! limits. Waiting happens here, on the event loop's timers; the HTTP
+//! exchange itself runs on the blocking pool (see [`super::exchange`]).
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_io::Timer;
+use serde::de::DeserializeOwned;
+use ureq::Agent;
+
+use super::error::RestError;
+use super::exchange::{exchange, fetch_to_file, http_error, Outgoing, Reply};
+use super::ratelimit::{seconds, RateLimiter, RouteKey};
+use super::split::MESSAGE_LIMIT;
+use super::types::{Channel, GatewayBot, Message};
+use crate::offload::unblock;
+use crate::token::Token;
+
+/// The `User-Agent` Discord requires (`DiscordBot ($url, $version)`).
+pub const USER_AGENT: &str = concat!(
+    "DiscordBot (https://github.com/smolcord/smolcord, ",
+    env!("CARGO_PKG_VERSION"),
+    ")"
+);
+
+/// Default bound on one request, connect to last body byte.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default bound on one attachment download.
+pub const DEFAULT_DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// 429 answers accepted for one call before giving up.
+const MAX_RATE_LIMITED: u32 = 5;
+/// Total rate-limit waiting accepted for one call.
+const MAX_RATE_WAIT: Duration = Duration::from_secs(60);
+/// Tries for a 5xx or transport failure (first try included).
+const TRANSIENT_TRIES: u32 = 3;
+/// First back-off after a 5xx or transport failure; doubles each time.
+const BACKOFF: Duration = Duration::from_millis(250);
+/// A 429 without `retry_after` (a proxy's, say) waits this long.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// A Discord REST client. Cloning is cheap and clones share connections and
+/// rate-limit state.
+#[derive(Clone)]
+pub struct RestClient {
+    shared: Arc<Shared>,
+    timeout: Duration,
+    download_timeout: Duration,
+}
+
+struct Shared {
+    agent: Agent,
+    api_base: String,
+    token: Token,
+    limiter: Mutex<RateLimiter>,
+}
+
+impl fmt::Debug for RestClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestClient")
+            .field("api_base", &self.shared.api_base)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request before it is sent: method, template (for errors and buckets),
+/// concrete path, major parameter.
+struct Route {
+    method: &'static str,
+    template: &'static str,
+    path: String,
+    major: String,
+}
+
+impl Route {
+    fn name(&self) -> String {
+        format!("{} {}", self.method, self.template)
+    }
+}
+
+impl RestClient {
+    /// A client for `api_base` (e.g. `https://discord.com/api/v10`).
+    pub fn new(api_base: &str, token: Token) -> RestClient {
+        let config = Agent::config_builder()
+            // 4xx/5xx bodies carry Discord's error code: read them.
+            .http_status_as_error(false)
+            .user_agent(USER_AGENT)
+            // The API never redirects; a redirect would be a wrong base URL,
+            // better reported than followed.
+            .max_redirects(0)
+            .timeout_global(Some(DEFAULT_TIMEOUT))
+            .build();
+        RestClient {
+            shared: Arc::new(Shared {
+                agent: Agent::new_with_config(config),
+                api_base: api_base.trim_end_matches('/').to_owned(),
+                token,
+                limiter: Mutex::new(RateLimiter::default()),
+            }),
+            timeout: DEFAULT_TIMEOUT,
+            download_timeout: DEFAULT_DOWNLOAD_TIMEOUT,
+        }
+    }
+
+    /// Sets the bound on each API request (default 15 s).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the bound on each attachment download (default 60 s).
+    pub fn with_download_timeout(mut self, timeout: Duration) -> Self {
+        self.download_timeout = timeout;
+        self
+    }
+
+    /// The REST base URL.
+    pub fn api_base(&self) -> &str {
+        &self.shared.api_base
+    }
+
+    /// `GET /gateway/bot`: gateway URL, shard count, identify budget.
+    pub async fn gateway_bot(&self) -> Result<GatewayBot, RestError> {
+        let route = Route {
+            method: "GET",
+            template: "/gateway/bot",
+            path: "/gateway/bot".into(),
+            major: String::new(),
+        };
+        self.call(route, None).await
+    }
+
+    /// `POST /users/@me/channels`: opens (or returns) the DM channel with a user.
+    pub async fn create_dm(&self, recipient_id: &str) -> Result<Channel, RestError> {
+        let template = "/users/@me/channels";
+        let route = Route {
+            method: "POST",
+            template,
+            path: template.into(),
+            major: String::new(),
+        };
+        snowflake(&route, "recipient_id", recipient_id)?;
+        let body = serde_json::json!({ "recipient_id": recipient_id });
+        self.call(route, Some(body)).await
+    }
+
+    /// `POST /channels/{id}/messages` with mentions disabled.
+    ///
+    /// The message carries a random `nonce` with `enforce_nonce`, so a retry
+    /// after a lost answer cannot post it twice. Content must be 1..=2000
+    /// characters (see [`super::split_message`]).
+    pub async fn create_message(
+        &self,
+        channel_id: &str,
+        content: &str,
+    ) -> Result<Message, RestError> {
+        let route = Route {
+            method: "POST",
+            template: "/channels/{channel_id}/messages",
+            path: format!("/channels/{channel_id}/messages"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        check_content(&route, content)?;
+        let body = serde_json::json!({
+            "content": content,
+            "allowed_mentions": { "parse": [] },
+            "nonce": fastrand::u64(..).to_string(),
+            "enforce_nonce": true,
+        });
+        self.call(route, Some(body)).await
+    }
+
+    /// `PATCH /channels/{id}/messages/{id}`: replaces a message's content.
+    pub async fn edit_message(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: &str,
+    ) -> Result<Message, RestError> {
+        let route = Route {
+            method: "PATCH",
+            template: "/channels/{channel_id}/messages/{message_id}",
+            path: format!("/channels/{channel_id}/messages/{message_id}"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        snowflake(&route, "message_id", message_id)?;
+        check_content(&route, content)?;
+        let body = serde_json::json!({
+            "content": content,
+            "allowed_mentions": { "parse": [] },
+        });
+        self.call(route, Some(body)).await
+    }
+
+    /// `POST /channels/{id}/typing`: shows "typing…" for about 10 s.
+    pub async fn trigger_typing(&self, channel_id: &str) -> Result<(), RestError> {
+        let route = Route {
+            method: "POST",
+            template: "/channels/{channel_id}/typing",
+            path: format!("/channels/{channel_id}/typing"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        // An empty body still gets `Content-Length: 0`, which proxies want.
+        self.send(&route, Some(Vec::new())).await.map(drop)
+    }
+
+    /// Downloads an attachment (CDN URL) to `dest`, at most `max_bytes`.
+    /// No `Authorization` header: the CDN needs none and must never see the
+    /// token. Returns the number of bytes written; on error `dest` is removed.
+    pub async fn download(&self, url: &str, max_bytes: u64, dest: &Path) -> Result<u64, RestError> {
+        let route = download_route(url)?;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let agent = self.shared.agent.clone();
+            let out = Outgoing {
+                method: "GET",
+                url: url.to_owned(),
+                token: None,
+                json: None,
+                timeout: self.download_timeout,
+                max_redirects: 3,
+            };
+            let (task_route, dest) = (route.clone(), dest.to_path_buf());
+            let result =
+                unblock(move || fetch_to_file(&agent, out, &task_route, max_bytes, dest)).await;
+            match result {
+                Err(e) if tries < TRANSIENT_TRIES && is_transient(&e) => {
+                    log::warn!("{e}; retrying");
+                    Timer::after(backoff(tries)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        route: Route,
+        body: Option<serde_json::Value>,
+    ) -> Result<T, RestError> {
+        let json = body.map(|b| b.to_string().into_bytes());
+        let reply = self.send(&route, json).await?;
+        serde_json::from_slice(&reply.body).map_err(|e| RestError::Decode {
+            route: route.name(),
+            detail: self.shared.token.redact(&e.to_string()),
+        })
+    }
+
+    /// Sends with rate limits and retries; returns a 2xx reply.
+    async fn send(&self, route: &Route, json: Option<Vec<u8>>) -> Result<Reply, RestError> {
+        let name = route.name();
+        let key = RouteKey {
+            route: name.clone(),
+            major: route.major.clone(),
+        };
+        let mut waited = Duration::ZERO;
+        let mut rate_limited = 0;
+        let mut transient = 0;
+        loop {
+            // Wait for the bucket (and the global limit), within the budget.
+            loop {
+                // Own statement: the guard must be dropped before awaiting.
+                let wait = self.limiter().acquire(&key, Instant::now());
+                let Some(wait) = wait else { break };
+                if waited + wait > MAX_RATE_WAIT {
+                    return Err(RestError::RateLimitedTooLong {
+                        route: name,
+                        retry_after: wait,
+                        attempts: rate_limited,
+                    });
+                }
+                log::debug!(
+                    "{name}: waiting {:.2} s for the rate limit",
+                    wait.as_secs_f64()
+                );
+                Timer::after(wait).await;
+                waited += wait;
+            }
+
+            let agent = self.shared.agent.clone();
+            let out = Outgoing {
+                method: route.method,
+                url: format!("{}{}", self.shared.api_base, route.path),
+                token: Some(self.shared.token.clone()),
+                json: json.clone(),
+                timeout: self.timeout,
+                max_redirects: 0,
+            };
+            let task_route = name.clone();
+            let result = unblock(move || exchange(&agent, out, &task_route)).await;
+            let reply = match result {
+                Ok(reply) => reply,
+                Err(e) if transient + 1 < TRANSIENT_TRIES && is_transient(&e) => {
+                    transient += 1;
+                    log::warn!("{e}; retrying");
+                    Timer::after(backoff(transient)).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            self.limiter().update(&key, &reply.headers, reply.received);
+            log::debug!("{name}: HTTP {}", reply.status);
+            match reply.status {
+                200..=299 => return Ok(reply),
+                429 => {
+                    rate_limited += 1;
+                    let (retry_after, global) = retry_after(&reply);
+                    if rate_limited >= MAX_RATE_LIMITED || waited + retry_after > MAX_RATE_WAIT {
+                        return Err(RestError::RateLimitedTooLong {
+                            route: name,
+                            retry_after,
+                            attempts: rate_limited,
+                        });
+                    }
+                    log::warn!(
+                        "{name}: rate limited{}, retrying in {:.2} s",
+                        if global { " (global)" } else { "" },
+                        retry_after.as_secs_f64()
+                    );
+                    self.limiter()
+                        .limited(&key, retry_after, global, reply.received);
+                }
+                500..=599 if transient + 1 < TRANSIENT_TRIES => {
+                    transient += 1;
+                    log::warn!("{name}: HTTP {}; retrying", reply.status);
+                    Timer::after(backoff(transient)).await;
+                }
+                status => {
+                    return Err(http_error(
+                        &name,
+                        status,
+                        &reply.body,
+                        Some(&self.shared.token),
+                    ))
+                }
+            }
+        }
+    }
+
+    fn limiter(&self) -> MutexGuard<'_, RateLimiter> {
+        // A panic while holding the lock cannot leave the map half-written
+        // in a way that matters; keep going rather than poison every call.
+        self.shared
+            .limiter
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// What a 429 asks: the body's `retry_after` (float seconds), else the
+/// `Retry-After` header; global from the body or the headers.
+fn retry_after(reply: &Reply) -> (Duration, bool) {
+    #[derive(serde::Deserialize)]
+    struct Limited {
+        retry_after: Option<f64>,
+        global: Option<bool>,
+    }
+    let body = serde_json::from_slice::<Limited>(&reply.body).ok();
+    let from_body = body
+        .as_ref()
+        .and_then(|b| b.retry_after)
+        .and_then(|s| seconds(&s.to_string()));
+    let wait = from_body
+        .or(reply.headers.retry_after)
+        .unwrap_or(DEFAULT_RETRY_AFTER);
+    let global = body.and_then(|b| b.global).unwrap_or(false)
+        || reply.headers.global
+        || reply.headers.scope.as_deref() == Some("global");
+    (wait, global)
+}
+
+fn is_transient(e: &RestError) -> bool {
+    match e {
+        RestError::Transport { .. } => true,
+        RestError::Http { status, .. } => *status >= 500,
+        // A timeout already used the whole budget; the caller decides.
+        _ => false,
+    }
+}
+
+fn backoff(attempt: u32) -> Duration {
+    let base = BACKOFF * 2u32.saturating_pow(attempt.saturating_sub(1));
+    base + Duration::from_millis(fastrand::u64(0..100))
+}
+
+/// Ids go into URL paths, so they must be snowflakes and nothing else.
+fn snowflake(route: &Route, what: &str, id: &str) -> Result<(), RestError> {
+    if !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(())
+    } else {
+        let shown: String = id.chars().take(40).collect();
+        Err(RestError::InvalidInput {
+            route: route.name(),
+            detail: format!("{what} {shown:?} is not a snowflake id"),
+        })
+    }
+}
+
+fn check_content(route: &Route, content: &str) -> Result<(), RestError> {
+    let chars = content.chars().count();
+    if content.trim().is_empty() || chars > MESSAGE_LIMIT {
+        return Err(RestError::InvalidInput {
+            route: route.name(),
+            detail: format!(
+                "content has {chars} characters; Discord takes 1 to {MESSAGE_LIMIT} (use split_message)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `GET host/path` of a download URL: no query (signed CDN URLs carry their
+/// signature there).
+fn download_route(url: &str) -> Result<String, RestError> {
+    let invalid = |detail: String| RestError::InvalidInput {
+        route: "GET (download)".into(),
+        detail,
+    };
+    let uri: ureq::http::Uri = url.parse().map_err(|_| invalid("not a valid URL".into()))?;
+    match uri.scheme_str() {
+        Some("http") | Some("https") => {}
+        _ => return Err(invalid("only http and https URLs can be downloaded".into())),
+    }
+    let host = uri.host().unwrap_or_default();
+    Ok(format!("GET {host}{}", uri.path()))
+}

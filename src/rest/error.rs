@@ -1,0 +1,143 @@
+//! REST errors: typed, with the route template (never a token, never a
+//! query string) so a log line says which call failed and why.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why a REST call failed. `route` is `METHOD /path/{template}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RestError {
+    /// The server answered with a non-success status (after retries, for 5xx).
+    Http {
+        /// HTTP status.
+        status: u16,
+        /// Discord's JSON error code (e.g. 50007 "Cannot send messages to this user").
+        code: Option<u64>,
+        /// Discord's message, or the start of a non-JSON body.
+        message: String,
+        /// The route template.
+        route: String,
+    },
+    /// 429s went on longer than the retry budget allows.
+    RateLimitedTooLong {
+        /// The route template.
+        route: String,
+        /// What the server last asked us to wait.
+        retry_after: Duration,
+        /// 429 answers received for this call.
+        attempts: u32,
+    },
+    /// No complete answer within the request timeout.
+    Timeout {
+        /// The route template.
+        route: String,
+    },
+    /// Connection, TLS or protocol failure (after retries).
+    Transport {
+        /// The route template.
+        route: String,
+        /// What the HTTP stack said (token-redacted).
+        detail: String,
+    },
+    /// A success answer whose body is not what Discord documents.
+    Decode {
+        /// The route template.
+        route: String,
+        /// The JSON error.
+        detail: String,
+    },
+    /// A download was larger than the cap.
+    TooLarge {
+        /// The route (`GET host/path` for downloads).
+        route: String,
+        /// The cap, bytes.
+        limit: u64,
+    },
+    /// An argument that cannot go into a URL (an id that is not a snowflake).
+    InvalidInput {
+        /// The route template.
+        route: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Writing a download to its local file failed.
+    LocalIo {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        detail: String,
+    },
+}
+
+impl RestError {
+    /// `true` when repeating the same call cannot succeed: a 4xx other than
+    /// 429 (missing access, unknown channel, bad request), a body we cannot
+    /// decode, an over-size download, a bad argument. 5xx after retries,
+    /// rate limiting, timeouts and transport failures may pass.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            RestError::Http { status, .. } => (400..500).contains(status) && *status != 429,
+            RestError::Decode { .. }
+            | RestError::TooLarge { .. }
+            | RestError::InvalidInput { .. } => true,
+            RestError::RateLimitedTooLong { .. }
+            | RestError::Timeout { .. }
+            | RestError::Transport { .. }
+            | RestError::LocalIo { .. } => false,
+        }
+    }
+
+    /// The route the error belongs to (the file, for [`RestError::LocalIo`]).
+    pub fn route(&self) -> &str {
+        match self {
+            RestError::Http { route, .. }
+            | RestError::RateLimitedTooLong { route, .. }
+            | RestError::Timeout { route }
+            | RestError::Transport { route, .. }
+            | RestError::Decode { route, .. }
+            | RestError::TooLarge { route, .. }
+            | RestError::InvalidInput { route, .. } => route,
+            RestError::LocalIo { path, .. } => path,
+        }
+    }
+}
+
+impl fmt::Display for RestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RestError::Http {
+                status,
+                code: Some(code),
+                message,
+                route,
+            } => write!(f, "{route}: HTTP {status}, Discord error {code}: {message}"),
+            RestError::Http {
+                status,
+                code: None,
+                message,
+                route,
+            } => write!(f, "{route}: HTTP {status}: {message}"),
+            RestError::RateLimitedTooLong {
+                route,
+                retry_after,
+                attempts,
+            } => write!(
+                f,
+                "{route}: still rate limited after {attempts} tries (asked to wait {:.1} s more); giving up",
+                retry_after.as_secs_f64()
+            ),
+            RestError::Timeout { route } => write!(f, "{route}: timed out"),
+            RestError::Transport { route, detail } => write!(f, "{route}: transport error: {detail}"),
+            RestError::Decode { route, detail } => {
+                write!(f, "{route}: unexpected response body: {detail}")
+            }
+            RestError::TooLarge { route, limit } => {
+                write!(f, "{route}: larger than the {limit}-byte cap (max_attachment_bytes)")
+            }
+            RestError::InvalidInput { route, detail } => write!(f, "{route}: {detail}"),
+            RestError::LocalIo { path, detail } => write!(f, "writing {path}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for RestError {}

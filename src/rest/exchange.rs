@@ -1,0 +1,231 @@
+//! One blocking HTTP exchange with ureq. Everything here runs on the
+//! `blocking` pool (called only inside `offload::unblock`).
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ureq::http;
+use ureq::Agent;
+
+use super::error::RestError;
+use super::ratelimit::RateHeaders;
+use crate::token::Token;
+
+/// The most of an API response body we read: Discord's answers are small,
+/// and a misbehaving proxy must not make us buffer without end.
+const MAX_API_BODY: u64 = 1024 * 1024;
+/// The most of an error body we keep from a download.
+const MAX_ERROR_BODY: u64 = 4096;
+
+/// A request, ready to run on the blocking pool.
+pub(crate) struct Outgoing {
+    pub method: &'static str,
+    pub url: String,
+    /// Sent as `Authorization: Bot <token>` when present.
+    pub token: Option<Token>,
+    pub json: Option<Vec<u8>>,
+    pub timeout: Duration,
+    pub max_redirects: u32,
+}
+
+/// A response with its body read.
+pub(crate) struct Reply {
+    pub status: u16,
+    pub headers: RateHeaders,
+    pub body: Vec<u8>,
+    pub received: Instant,
+}
+
+fn build(agent: &Agent, out: &Outgoing, route: &str) -> Result<http::Request<Vec<u8>>, RestError> {
+    let mut builder = http::Request::builder()
+        .method(out.method)
+        .uri(out.url.as_str());
+    if let Some(token) = &out.token {
+        builder = builder.header("Authorization", format!("Bot {}", token.expose()));
+    }
+    let body = match &out.json {
+        Some(json) => {
+            builder = builder.header("Content-Type", "application/json");
+            json.clone()
+        }
+        None => Vec::new(),
+    };
+    let request = builder.body(body).map_err(|e| RestError::InvalidInput {
+        route: route.to_owned(),
+        detail: redact(
+            out.token.as_ref(),
+            &format!("cannot build the request: {e}"),
+        ),
+    })?;
+    Ok(agent
+        .configure_request(request)
+        .timeout_global(Some(out.timeout))
+        .max_redirects(out.max_redirects)
+        .build())
+}
+
+/// Runs an API request and reads its (capped) body.
+pub(crate) fn exchange(agent: &Agent, out: Outgoing, route: &str) -> Result<Reply, RestError> {
+    let request = build(agent, &out, route)?;
+    let token = out.token.as_ref();
+    let mut response = agent.run(request).map_err(|e| from_ureq(route, token, e))?;
+    let received = Instant::now();
+    let status = response.status().as_u16();
+    let headers = RateHeaders::parse(|name| header(response.headers(), name));
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(MAX_API_BODY)
+        .read_to_vec()
+        .map_err(|e| from_ureq(route, token, e))?;
+    Ok(Reply {
+        status,
+        headers,
+        body,
+        received,
+    })
+}
+
+/// Downloads `out.url` into `dest`, refusing more than `max_bytes`. A
+/// partial file is removed on any failure.
+#[allow(clippy::disallowed_methods)] // runs on the blocking pool, inside offload::unblock
+pub(crate) fn fetch_to_file(
+    agent: &Agent,
+    out: Outgoing,
+    route: &str,
+    max_bytes: u64,
+    dest: PathBuf,
+) -> Result<u64, RestError> {
+    let request = build(agent, &out, route)?;
+    let mut response = agent.run(request).map_err(|e| from_ureq(route, None, e))?;
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(MAX_ERROR_BODY)
+            .read_to_vec()
+            .unwrap_or_default();
+        return Err(http_error(route, status, &body, None));
+    }
+    let too_large = || RestError::TooLarge {
+        route: route.to_owned(),
+        limit: max_bytes,
+    };
+    if response
+        .body()
+        .content_length()
+        .is_some_and(|n| n > max_bytes)
+    {
+        return Err(too_large());
+    }
+    let local = |e: std::io::Error| RestError::LocalIo {
+        path: dest.display().to_string(),
+        detail: e.to_string(),
+    };
+    let mut file = std::fs::File::create(&dest).map_err(local)?;
+    let mut reader = response.into_body().into_reader();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total: u64 = 0;
+    let result = loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // ureq wraps its own errors (timeouts included) in io::Error.
+            Err(e) => break Err(from_ureq(route, None, ureq::Error::from(e))),
+        };
+        total += n as u64;
+        // Counted before writing: a chunked body has no length up front.
+        if total > max_bytes {
+            break Err(too_large());
+        }
+        if let Err(e) = file.write_all(&buf[..n]) {
+            break Err(local(e));
+        }
+    };
+    drop(file);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&dest);
+    }
+    result
+}
+
+fn header(headers: &http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+fn is_timeout_kind(kind: std::io::ErrorKind) -> bool {
+    matches!(
+        kind,
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock
+    )
+}
+
+/// Maps a ureq error; its text passes through the token redactor because
+/// library errors may echo request parts.
+pub(crate) fn from_ureq(route: &str, token: Option<&Token>, e: ureq::Error) -> RestError {
+    match e {
+        ureq::Error::Timeout(_) => RestError::Timeout {
+            route: route.to_owned(),
+        },
+        ureq::Error::Io(io) if is_timeout_kind(io.kind()) => RestError::Timeout {
+            route: route.to_owned(),
+        },
+        other => RestError::Transport {
+            route: route.to_owned(),
+            detail: redact(token, &other.to_string()),
+        },
+    }
+}
+
+fn redact(token: Option<&Token>, text: &str) -> String {
+    match token {
+        Some(token) => token.redact(text),
+        None => text.to_owned(),
+    }
+}
+
+/// Turns a non-success answer into [`RestError::Http`], reading Discord's
+/// `{code, message}` body when there is one.
+pub(crate) fn http_error(
+    route: &str,
+    status: u16,
+    body: &[u8],
+    token: Option<&Token>,
+) -> RestError {
+    #[derive(serde::Deserialize)]
+    struct DiscordError {
+        code: Option<u64>,
+        message: Option<String>,
+        errors: Option<serde_json::Value>,
+    }
+    let (code, message) = match serde_json::from_slice::<DiscordError>(body) {
+        Ok(parsed) => {
+            let mut message = parsed.message.unwrap_or_default();
+            // 50035 "Invalid Form Body" says which field only in `errors`.
+            if let Some(errors) = parsed.errors {
+                message = format!("{message} ({})", truncate(&errors.to_string(), 300));
+            }
+            (parsed.code, message)
+        }
+        Err(_) => (None, truncate(String::from_utf8_lossy(body).trim(), 200)),
+    };
+    RestError::Http {
+        status,
+        code,
+        message: redact(token, &message),
+        route: route.to_owned(),
+    }
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
