@@ -17,6 +17,7 @@ mod close_code;
 mod commands;
 mod events;
 mod frame;
+mod gateway_bot;
 mod intents;
 mod opcode;
 mod snowflake;
@@ -31,6 +32,7 @@ pub use events::{
     ReadyApplication, UnavailableGuild, User, MESSAGE_FLAG_IS_VOICE_MESSAGE,
 };
 pub use frame::{DecodeError, Frame};
+pub use gateway_bot::{GatewayBot, SessionStartLimit};
 pub use intents::Intents;
 pub use opcode::OpCode;
 pub use snowflake::Snowflake;

@@ -15,8 +15,9 @@ use super::error::RestError;
 use super::exchange::{exchange, fetch_to_file, http_error, Outgoing, Reply};
 use super::ratelimit::{seconds, RateLimiter, RouteKey};
 use super::split::MESSAGE_LIMIT;
-use super::types::{Channel, GatewayBot, Message};
+use super::types::{Channel, Message};
 use crate::offload::unblock;
+use crate::protocol::GatewayBot;
 use crate::token::Token;
 
 /// The `User-Agent` Discord requires (`DiscordBot ($url, $version)`).

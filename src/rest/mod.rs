@@ -43,7 +43,8 @@ mod ratelimit;
 mod split;
 mod types;
 
+pub use crate::protocol::{GatewayBot, SessionStartLimit};
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
 pub use error::RestError;
 pub use split::{split_message, MESSAGE_LIMIT};
-pub use types::{Channel, GatewayBot, Message, SessionStartLimit};
+pub use types::{Channel, Message};

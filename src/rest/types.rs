@@ -3,30 +3,6 @@
 
 use serde::Deserialize;
 
-/// `GET /gateway/bot`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct GatewayBot {
-    /// Gateway URL (`wss://gateway.discord.gg`), without query.
-    pub url: String,
-    /// Recommended shard count.
-    pub shards: u32,
-    /// The identify budget.
-    pub session_start_limit: SessionStartLimit,
-}
-
-/// How many fresh sessions (identifies) may still be started.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SessionStartLimit {
-    /// Identifies allowed per window (1000 for most bots).
-    pub total: u32,
-    /// Identifies left in this window.
-    pub remaining: u32,
-    /// Milliseconds until the window resets.
-    pub reset_after: u64,
-    /// Identifies allowed per 5 s.
-    pub max_concurrency: u32,
-}
-
 /// A channel (here: the DM channel from `POST /users/@me/channels`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Channel {

@@ -8,6 +8,7 @@
 //! identifies by the concurrency window, and slows down — loudly — as the
 //! budget runs low instead of spending it.
 
+pub use crate::protocol::SessionStartLimit;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -17,19 +18,6 @@ pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 pub const DAILY_LIMIT: u32 = 1000;
 /// Identifies allowed per `max_concurrency` bucket per this long.
 pub const CONCURRENCY_WINDOW: Duration = Duration::from_secs(5);
-
-/// `session_start_limit` from `GET /gateway/bot`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionStartLimit {
-    /// Identifies allowed per window.
-    pub total: u32,
-    /// Identifies left.
-    pub remaining: u32,
-    /// Milliseconds until `remaining` resets.
-    pub reset_after: u64,
-    /// Identifies allowed per 5 s.
-    pub max_concurrency: u32,
-}
 
 /// How urgent the budget situation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
