@@ -1,1 +1,80 @@
-fn main() {}
+//! The `smolcord` command line: argument parsing only; the work lives in
+//! the library's `app` module.
+
+use smolcord::app::{self, Command};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+smolcord — a Discord DM bridge for small hosts
+
+usage:
+  smolcord                     the demo against the embedded simulator when
+                               DISCORD_TOKEN is unset, else `run`
+  smolcord demo                the demo (embedded gateway simulator)
+  smolcord run [--config F]    the bridge against Discord (DISCORD_TOKEN)
+  smolcord sim [--listen ADDR] [--heartbeat-ms N]
+                               serve the gateway simulator until Ctrl-C
+  smolcord pair CODE [--config F]
+                               approve a pairing code
+  smolcord status [--config F] print status.json; exit 1 if the last
+                               heartbeat ACK is older than two intervals
+  smolcord failures [--last N] [--config F]
+                               print the failure journal
+
+environment: DISCORD_TOKEN, SMOLCORD_CONFIG, SMOLCORD_STATE_DIR,
+SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, RUST_LOG (default info)";
+
+fn main() -> ExitCode {
+    let command = match parse(lexopt::Parser::from_env()) {
+        Ok(Some(command)) => command,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            eprintln!("smolcord: {err}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    app::init_logging();
+    app::main(command)
+}
+
+fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut subcommand: Option<String> = None;
+    let mut positional: Option<String> = None;
+    let mut config = None;
+    let mut listen = None;
+    let mut heartbeat_ms = None;
+    let mut last = None;
+    while let Some(arg) = args.next()? {
+        match arg {
+            Short('h') | Long("help") => return Ok(None),
+            Long("config") => config = Some(args.value()?.into()),
+            Long("listen") => listen = Some(args.value()?.parse()?),
+            Long("heartbeat-ms") => heartbeat_ms = Some(args.value()?.parse()?),
+            Long("last") => last = Some(args.value()?.parse()?),
+            Value(value) if subcommand.is_none() => subcommand = Some(value.string()?),
+            Value(value) if positional.is_none() => positional = Some(value.string()?),
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    let command = match subcommand.as_deref() {
+        None => Command::Default { config },
+        Some("demo") => Command::Demo,
+        Some("run") => Command::Run { config },
+        Some("sim") => Command::Sim {
+            listen,
+            heartbeat_ms,
+        },
+        Some("pair") => Command::Pair {
+            code: positional.ok_or("pair needs the CODE the bot sent")?,
+            config,
+        },
+        Some("status") => Command::Status { config },
+        Some("failures") => Command::Failures { last, config },
+        Some(other) => return Err(format!("unknown command `{other}`").into()),
+    };
+    Ok(Some(command))
+}

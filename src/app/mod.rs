@@ -1,0 +1,79 @@
+//! app: the command-line programs (`demo`, `run`, `sim`, `pair`, `status`,
+//! `failures`), one file each, on top of the library modules.
+
+mod logging;
+mod signals;
+mod status;
+
+pub use logging::init_logging;
+pub use signals::shutdown_signals;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A parsed command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// No subcommand: `run` with a token, else the demo.
+    Default {
+        /// `--config FILE`.
+        config: Option<PathBuf>,
+    },
+    /// The demo against the embedded simulator.
+    Demo,
+    /// The bridge against Discord.
+    Run {
+        /// `--config FILE`.
+        config: Option<PathBuf>,
+    },
+    /// Serve the simulator.
+    Sim {
+        /// `--listen ADDR`.
+        listen: Option<SocketAddr>,
+        /// `--heartbeat-ms N`.
+        heartbeat_ms: Option<u64>,
+    },
+    /// Approve a pairing code.
+    Pair {
+        /// The code.
+        code: String,
+        /// `--config FILE`.
+        config: Option<PathBuf>,
+    },
+    /// Print the status snapshot.
+    Status {
+        /// `--config FILE`.
+        config: Option<PathBuf>,
+    },
+    /// Print the failure journal.
+    Failures {
+        /// `--last N`.
+        last: Option<usize>,
+        /// `--config FILE`.
+        config: Option<PathBuf>,
+    },
+}
+
+/// The process environment as a lookup function (tests pass their own).
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Runs a command to completion on one thread and gives the exit code.
+pub fn main(command: Command) -> ExitCode {
+    let result = smol::block_on(async {
+        match command {
+            Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            other => Err(format!("`{other:?}` is not available in this build yet")),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            log::error!("{message}");
+            eprintln!("smolcord: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
