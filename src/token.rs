@@ -58,12 +58,14 @@ mod tests {
     #[test]
     fn empty_token_is_refused() {
         assert!(Token::new(" \n").is_none());
-        
     }
 
     #[test]
     fn redact_removes_every_copy() {
         let token = Token::new("s3cr3t").unwrap();
-        assert_eq!(token.redact("a s3cr3t b s3cr3t"), "a <redacted> b <redacted>");
+        assert_eq!(
+            token.redact("a s3cr3t b s3cr3t"),
+            "a <redacted> b <redacted>"
+        );
     }
 }
