@@ -28,7 +28,11 @@ fn wait_until_dead(pid: u32) -> bool {
         // Field 3, after the parenthesised command name, is the state.
         let dead = match &stat {
             Err(_) => true,
-            Ok(s) => s.rsplit(')').next().map(str::trim_start).is_some_and(|rest| rest.starts_with('Z')),
+            Ok(s) => s
+                .rsplit(')')
+                .next()
+                .map(str::trim_start)
+                .is_some_and(|rest| rest.starts_with('Z')),
         };
         if dead {
             return true;
@@ -99,7 +103,14 @@ fn a_child_that_ignores_its_stdin_does_not_deadlock_us() {
 
 #[test]
 fn output_over_the_cap_is_truncated_reported_and_drained() {
-    let mut s = spec(&["sh", "-c", "head -c 300000 /dev/zero; head -c 10 /dev/zero >&2"], SHORT);
+    let mut s = spec(
+        &[
+            "sh",
+            "-c",
+            "head -c 300000 /dev/zero; head -c 10 /dev/zero >&2",
+        ],
+        SHORT,
+    );
     s.output_cap = 1000;
     let out = run(s).expect("run");
     assert_eq!(out.stdout.len(), 1000);
@@ -114,7 +125,10 @@ fn output_over_the_cap_is_truncated_reported_and_drained() {
 fn missing_or_non_executable_programs_are_clear_errors_naming_them() {
     let err = run(spec(&["smolcord-no-such-program"], SHORT)).expect_err("missing");
     let msg = err.to_string();
-    assert!(msg.contains("smolcord-no-such-program") && msg.contains("not found"), "{msg}");
+    assert!(
+        msg.contains("smolcord-no-such-program") && msg.contains("not found"),
+        "{msg}"
+    );
     assert_eq!(err.io_kind(), Some(std::io::ErrorKind::NotFound));
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -124,7 +138,10 @@ fn missing_or_non_executable_programs_are_clear_errors_naming_them() {
     let program = script.display().to_string();
     let err = run(spec(&[&program], SHORT)).expect_err("not executable");
     let msg = err.to_string();
-    assert!(msg.contains(&program) && msg.contains("not executable"), "{msg}");
+    assert!(
+        msg.contains(&program) && msg.contains("not executable"),
+        "{msg}"
+    );
 
     let err = run(spec(&[], SHORT)).expect_err("empty argv");
     assert!(matches!(err, Error::EmptyArgv), "{err:?}");
@@ -148,29 +165,45 @@ fn env_exactly_gives_the_child_only_those_variables_and_cwd_is_honoured() {
 #[test]
 fn timeout_kills_the_whole_group_grandchildren_included() {
     // sh prints its background child's pid, then waits on it: both must die.
-    let mut s = spec(&["sh", "-c", "sleep 30 & echo $!; wait"], Duration::from_millis(1500));
+    let mut s = spec(
+        &["sh", "-c", "sleep 30 & echo $!; wait"],
+        Duration::from_millis(1500),
+    );
     s.kill_grace = Duration::from_secs(2);
     let started = Instant::now();
     let out = run(s).expect("run");
     assert!(out.timed_out, "{out:?}");
     assert!(!out.success());
     assert_eq!(out.signal, Some(15), "sh died of SIGTERM: {out:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
     let grandchild = pid_from(&out);
-    assert!(wait_until_dead(grandchild), "grandchild {grandchild} survived the timeout");
+    assert!(
+        wait_until_dead(grandchild),
+        "grandchild {grandchild} survived the timeout"
+    );
 }
 
 #[test]
 fn a_group_that_ignores_sigterm_is_sigkilled_after_the_grace() {
     // An ignored signal stays ignored across exec: sleep ignores TERM too.
-    let mut s = spec(&["sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"], Duration::from_millis(500));
+    let mut s = spec(
+        &["sh", "-c", "trap '' TERM; sleep 30 & echo $!; wait"],
+        Duration::from_millis(500),
+    );
     s.kill_grace = Duration::from_millis(500);
     let started = Instant::now();
     let out = run(s).expect("run");
     let took = started.elapsed();
     assert!(out.timed_out);
     assert_eq!(out.signal, Some(9), "needed SIGKILL: {out:?}");
-    assert!(took >= Duration::from_millis(1000), "grace was honoured: {took:?}");
+    assert!(
+        took >= Duration::from_millis(1000),
+        "grace was honoured: {took:?}"
+    );
     assert!(took < Duration::from_secs(10), "took {took:?}");
     assert!(wait_until_dead(pid_from(&out)));
 }
@@ -184,12 +217,19 @@ fn nothing_of_a_finished_command_outlives_it() {
     let started = Instant::now();
     let out = run(spec(&["sh", "-c", script], Duration::from_secs(30))).expect("run");
     assert!(out.success(), "{out:?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
     let text = out.stdout_text();
     let pids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
     assert_eq!(pids.len(), 2, "{text}");
     for pid in pids {
-        assert!(wait_until_dead(pid), "background child {pid} outlived the command");
+        assert!(
+            wait_until_dead(pid),
+            "background child {pid} outlived the command"
+        );
     }
 }
 
@@ -215,14 +255,20 @@ fn dropping_the_future_kills_the_group() {
             None
         })
         .await;
-        assert!(finished.is_none(), "the command finished on its own: {finished:?}");
+        assert!(
+            finished.is_none(),
+            "the command finished on its own: {finished:?}"
+        );
     });
     let pid: u32 = fs::read_to_string(&pidfile)
         .expect("pidfile")
         .trim()
         .parse()
         .expect("pid");
-    assert!(wait_until_dead(pid), "grandchild {pid} survived the dropped future");
+    assert!(
+        wait_until_dead(pid),
+        "grandchild {pid} survived the dropped future"
+    );
 }
 
 #[test]
@@ -231,6 +277,9 @@ fn debug_output_of_a_spec_shows_no_arguments_or_env_values() {
     s.env = CommandEnv::Exactly(vec![("API_KEY".into(), "s3cret-env".into())]);
     s.stdin = Some(b"s3cret-stdin".to_vec());
     let shown = format!("{s:?}");
-    assert!(shown.contains("agent") && shown.contains("API_KEY"), "{shown}");
+    assert!(
+        shown.contains("agent") && shown.contains("API_KEY"),
+        "{shown}"
+    );
     assert!(!shown.contains("s3cret"), "{shown}");
 }
