@@ -27,7 +27,7 @@ pub fn blocks_the_loop() -> std::io::Result<()> {
     std::fs::File::open("x")?.sync_data()?;
     let _ = std::path::Path::new("x").exists();
     let _ = std::process::Command::new("true").status()?;
-    let _ = std::net::TcpStream::connect("127.0.0.1:1");
+    let _: std::io::Result<std::net::TcpStream> = std::net::TcpStream::connect("127.0.0.1:1");
     let _ = "localhost:1".to_socket_addrs();
     Ok(())
 }
@@ -47,7 +47,7 @@ const MUST_NAME: &[&str] = &[
     "std::process::Command::status",
     "std::net::TcpStream::connect",
     "std::net::ToSocketAddrs::to_socket_addrs",
-    "disallowed type `std::fs::OpenOptions`",
+    "disallowed type `std::net::TcpStream`",
 ];
 
 fn scratch_crate(dir: &Path, name: &str, allow: &str) {

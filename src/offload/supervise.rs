@@ -118,7 +118,7 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
 
 // Offload is the one place that builds a std Command (clippy.toml forbids it
 // elsewhere): async-process has no process_group, std's CommandExt does.
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+#[allow(clippy::disallowed_methods)]
 fn build(spec: &CommandSpec, program: &str) -> async_process::Command {
     let mut std_command = std::process::Command::new(program);
     std_command.args(&spec.argv[1..]).process_group(0);
