@@ -2,9 +2,45 @@
 //!
 //! Everything that would stall the event loop — fsync'd writes, subprocesses,
 //! blocking library calls — goes through this module, which moves it to the
-//! `blocking` thread pool or to `async-process`.
+//! `blocking` thread pool or to `async-process`. `clippy.toml` forbids the
+//! blocking std calls everywhere else, so this is the only way such work can
+//! be written.
+//!
+//! - [`unblock`]: run any blocking closure on the pool.
+//! - [`write_json_atomic`], [`read_json`] and friends: crash-safe state files,
+//!   one pool trip per operation (not one per syscall).
+//! - [`run_command`]: subprocesses with a timeout, process-group kill and
+//!   capped output.
+//!
+//! ```no_run
+//! # smol::block_on(async {
+//! use std::path::Path;
+//! use smolcord::offload::{read_json, write_json_atomic, Fallback};
+//!
+//! let path = Path::new("state/session.json");
+//! write_json_atomic(path, &vec![1, 2, 3]).await?;
+//! let back: Option<Vec<u32>> = read_json(path, Fallback::None).await?;
+//! assert_eq!(back, Some(vec![1, 2, 3]));
+//! # Ok::<(), smolcord::offload::Error>(()) });
+//! ```
 
 use std::future::Future;
+
+mod atomic;
+mod blocking_fs;
+mod command;
+mod error;
+mod fs;
+mod json;
+mod supervise;
+
+pub use atomic::{write_bytes_atomic, write_json_atomic, write_json_atomic_with_backup};
+pub use command::{run_command, CommandEnv, CommandOutput, CommandSpec};
+pub use error::Error;
+pub use fs::{
+    append_line_synced, create_dir_all, list_dir, read_bytes, remove_file, rename_durable,
+};
+pub use json::{read_json, Fallback};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.
 ///

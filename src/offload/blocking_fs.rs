@@ -1,0 +1,179 @@
+//! The blocking filesystem primitives behind `offload`'s async functions.
+//!
+//! Everything here blocks (open, write, fsync, rename) and must only run
+//! inside [`super::unblock`]: each public async function in `offload` makes
+//! exactly one `unblock` call that runs one of these to completion, so a
+//! write costs one thread hand-off, not one per syscall.
+
+// This file is the sanctioned home of blocking std::fs calls; clippy.toml
+// forbids them everywhere else, and callers reach them only through unblock.
+#![allow(clippy::disallowed_methods)]
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::Error;
+
+/// Mode for files we create: state files may hold private data.
+const FILE_MODE: u32 = 0o600;
+/// Mode for directories we create.
+const DIR_MODE: u32 = 0o700;
+/// How many temp names to try before giving up (a clash needs a stale temp
+/// file with the same random name: practically never more than once).
+const TEMP_ATTEMPTS: usize = 16;
+
+/// The directory holding `path` (`.` for a bare file name).
+pub(crate) fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// `<path>.bak`: the backup kept by the `_with_backup` writers.
+pub(crate) fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".bak");
+    PathBuf::from(name)
+}
+
+/// Writes `bytes` to `path` so that a crash leaves the old or the new
+/// content, never a mix: temp file in the same directory (0600, O_EXCL),
+/// fsync it, rename over `path`, fsync the directory.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let Some(file_name) = path.file_name() else {
+        return Err(Error::InvalidPath { path: path.into() });
+    };
+    let dir = parent_dir(path);
+    let (tmp, mut file) = create_temp(dir, &file_name.to_string_lossy())?;
+    let written = file
+        .write_all(bytes)
+        .map_err(|e| Error::io("write temp file", &tmp, e))
+        .and_then(|()| {
+            file.sync_all()
+                .map_err(|e| Error::io("fsync temp file", &tmp, e))
+        })
+        .and_then(|()| {
+            drop(file);
+            fs::rename(&tmp, path).map_err(|e| Error::io("rename temp file over", path, e))
+        });
+    if let Err(e) = written {
+        // Best effort: a leftover temp file is harmless but untidy.
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    fsync_dir(dir)
+}
+
+/// Creates a fresh temp file next to the target. O_EXCL guarantees we never
+/// write into a file someone else (or a crashed earlier run) is using.
+fn create_temp(dir: &Path, file_name: &str) -> Result<(PathBuf, File), Error> {
+    let mut last_err = None;
+    for _ in 0..TEMP_ATTEMPTS {
+        let tmp = dir.join(format!(".{file_name}.{:016x}.tmp", fastrand::u64(..)));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .open(&tmp)
+        {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some(e),
+            Err(e) => return Err(Error::io("create temp file", tmp, e)),
+        }
+    }
+    let e = last_err.unwrap_or_else(|| io::Error::from(io::ErrorKind::AlreadyExists));
+    Err(Error::io("create temp file in", dir, e))
+}
+
+/// Makes a directory's entries (a rename, a new file) durable.
+pub(crate) fn fsync_dir(dir: &Path) -> Result<(), Error> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("fsync directory", dir, e))
+}
+
+/// Reads a whole file; `Ok(None)` if it does not exist.
+pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path, e)),
+    }
+}
+
+/// Renames and fsyncs the directory (or both directories) involved.
+pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
+    fs::rename(from, to).map_err(|e| Error::io("rename to", to, e))?;
+    let (from_dir, to_dir) = (parent_dir(from), parent_dir(to));
+    fsync_dir(to_dir)?;
+    if from_dir != to_dir {
+        fsync_dir(from_dir)?;
+    }
+    Ok(())
+}
+
+/// Removes a file; a missing file is not an error.
+pub(crate) fn remove_file(path: &Path) -> Result<(), Error> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("remove", path, e)),
+    }
+}
+
+/// Creates a directory and its parents; new ones get mode 0700.
+pub(crate) fn create_dir_all(path: &Path) -> Result<(), Error> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .map_err(|e| Error::io("create directory", path, e))
+}
+
+/// The entries of `dir`, sorted; empty if `dir` does not exist.
+pub(crate) fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("list directory", dir, e)),
+    };
+    let mut paths = entries
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::io("list directory", dir, e))?;
+    paths.sort();
+    Ok(paths)
+}
+
+/// Appends `line` (plus a newline if it lacks one) in a single write, then
+/// fsyncs; a newly created file (0600) also gets its directory fsynced.
+pub(crate) fn append_line_synced(path: &Path, mut line: Vec<u8>) -> Result<(), Error> {
+    if line.last() != Some(&b'\n') {
+        line.push(b'\n');
+    }
+    let (mut file, created) = match OpenOptions::new().append(true).open(path) {
+        Ok(file) => (file, false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let file = OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(FILE_MODE)
+                .open(path)
+                .map_err(|e| Error::io("create", path, e))?;
+            (file, true)
+        }
+        Err(e) => return Err(Error::io("open for append", path, e)),
+    };
+    // One write_all of one buffer: with O_APPEND, concurrent appenders'
+    // lines do not interleave on local filesystems.
+    file.write_all(&line)
+        .map_err(|e| Error::io("append to", path, e))?;
+    file.sync_data().map_err(|e| Error::io("fsync", path, e))?;
+    if created {
+        fsync_dir(parent_dir(path))?;
+    }
+    Ok(())
+}
