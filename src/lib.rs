@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod app;
 pub mod config;
 pub mod heartbeat;
 pub mod loopwatch;
@@ -13,5 +14,6 @@ pub mod offload;
 pub mod protocol;
 pub mod rest;
 pub mod shard;
+pub mod status;
 pub mod token;
 pub mod transport;
