@@ -12,6 +12,7 @@ pub mod heartbeat;
 pub mod loopwatch;
 pub mod offload;
 pub mod protocol;
+pub mod recorder;
 pub mod rest;
 pub mod shard;
 pub mod status;
