@@ -1,0 +1,200 @@
+//! Packaging: the binary must work the way the FROM-scratch image and the
+//! systemd unit run it — an empty environment (no HOME, no PATH, no
+//! XDG_*), cwd `/`, an unprivileged uid (65534, "nobody", when the test runs
+//! as root; the current uid otherwise) and only SMOLCORD_STATE_DIR set.
+//! The image's HEALTHCHECK is `smolcord status`, so its exit codes are
+//! checked here as that user. (The static musl binary in an empty root is
+//! checked by `scripts/cross-check.sh`, which builds it.)
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use smolcord::status::{self, StatusSnapshot};
+use std::fs::Permissions;
+use std::os::unix::fs::{chown, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The image's `USER 65534:65534`.
+const NOBODY: u32 = 65534;
+
+fn running_as_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `smolcord ARGS` with an empty environment plus `env`, cwd `/`, as nobody
+/// when we can switch to it; bounded by a 20 s timeout.
+fn smolcord(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_smolcord"));
+    command
+        .args(args)
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    if running_as_root() {
+        // std also drops the supplementary groups when root sets a uid.
+        command.uid(NOBODY).gid(NOBODY);
+    }
+    let child = command.spawn().expect("spawn the smolcord binary");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(output) => output.expect("wait for smolcord"),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("smolcord {args:?} did not exit within 20 s");
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A state dir like the image's `/state` and systemd's StateDirectory:
+/// mode 0700, owned by the unprivileged user.
+fn state_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), Permissions::from_mode(0o700)).expect("chmod 0700");
+    if running_as_root() {
+        chown(dir.path(), Some(NOBODY), Some(NOBODY)).expect("chown the state dir to nobody");
+    }
+    dir
+}
+
+fn assert_no_panic(output: &Output) {
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("panicked"), "smolcord panicked: {stderr}");
+}
+
+#[test]
+fn help_runs_with_an_empty_environment() {
+    let output = smolcord(&["--help"], &[]);
+    assert_no_panic(&output);
+    assert!(output.status.success(), "--help: {:?}", output.status);
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("usage:"), "no usage text: {stdout}");
+    assert!(
+        stdout.contains("SMOLCORD_STATE_DIR"),
+        "usage should name the env vars: {stdout}"
+    );
+}
+
+#[test]
+fn status_without_any_state_dir_says_which_variable_to_set() {
+    // No SMOLCORD_STATE_DIR, XDG_STATE_HOME or HOME: a clear error, exit 1.
+    let output = smolcord(&["status"], &[]);
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(1), "status: {:?}", output.status);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("SMOLCORD_STATE_DIR"),
+        "error should name the variable: {stderr}"
+    );
+}
+
+#[test]
+fn healthcheck_as_nobody_follows_the_status_file() {
+    let dir = state_dir();
+    let env = [("SMOLCORD_STATE_DIR", dir.path())];
+
+    // Nothing written yet (container just started): unhealthy, no crash.
+    let output = smolcord(&["status"], &env);
+    assert_no_panic(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "status before any run: {:?}",
+        output.status
+    );
+    assert!(
+        text(&output.stdout).contains("no status yet"),
+        "{}",
+        text(&output.stdout)
+    );
+
+    // A fresh ACK: healthy. Written as the bridge writes it (atomically),
+    // then handed to nobody as the bridge running as nobody would own it.
+    let now = status::now_unix_ms();
+    let snapshot = StatusSnapshot {
+        written_unix_ms: now,
+        connected: true,
+        heartbeat_interval_ms: Some(41_250),
+        last_ack_unix_ms: Some(now),
+        ..StatusSnapshot::default()
+    };
+    smol::block_on(status::write(dir.path(), &snapshot)).expect("write status.json");
+    if running_as_root() {
+        chown(status::path(dir.path()), Some(NOBODY), Some(NOBODY)).expect("chown status.json");
+    }
+    let started = Instant::now();
+    let output = smolcord(&["status"], &env);
+    assert_no_panic(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "status with a fresh ACK: {}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    // The HEALTHCHECK's --timeout is 5 s; a debug build on a busy CI host
+    // still answers well inside it.
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "status took {:?}",
+        started.elapsed()
+    );
+
+    // An ACK older than two intervals: unhealthy.
+    let stale = StatusSnapshot {
+        last_ack_unix_ms: Some(now.saturating_sub(3 * 41_250)),
+        ..snapshot
+    };
+    smol::block_on(status::write(dir.path(), &stale)).expect("rewrite status.json");
+    let output = smolcord(&["status"], &env);
+    assert_no_panic(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "status with a stale ACK: {:?}",
+        output.status
+    );
+}
+
+#[test]
+fn status_in_a_state_dir_it_cannot_read_fails_naming_the_path() {
+    // A 0700 dir that nobody does not own (a bind mount left owned by root:
+    // the image's documented pitfall). As root, this also proves the uid
+    // was really dropped: root would read it.
+    if !running_as_root() {
+        eprintln!("not root: cannot test as another uid; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(dir.path(), Permissions::from_mode(0o700)).expect("chmod 0700");
+    let now = status::now_unix_ms();
+    let snapshot = StatusSnapshot {
+        heartbeat_interval_ms: Some(41_250),
+        last_ack_unix_ms: Some(now),
+        ..StatusSnapshot::default()
+    };
+    smol::block_on(status::write(dir.path(), &snapshot)).expect("write status.json");
+    let output = smolcord(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
+    assert_no_panic(&output);
+    assert_eq!(output.status.code(), Some(1), "status: {:?}", output.status);
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        said.contains(&dir.path().display().to_string()),
+        "the error should name the state dir or file: {said}"
+    );
+}
