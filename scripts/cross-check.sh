@@ -11,7 +11,9 @@
 # armv7-unknown-linux-gnueabihf (32-bit Pi OS; glibc >= 2.34 on the Pi,
 # i.e. bookworm — rustup has no armv7 musl std to install here).
 #
-# For each target: a release build, its size, `--help` under qemu, then the
+# For each target: release builds (minimal, then default), their sizes,
+# `--help` under qemu; the static x86_64 binary in an empty root as uid
+# 65534 with an empty environment (what FROM scratch gives it); then the
 # real thing: native `smolcord sim --heartbeat-ms 500`, the target's
 # `smolcord run` under qemu connects, gets READY and heartbeats (read from the
 # simulator's /control/stats), `smolcord status` (under qemu) says healthy,
@@ -108,10 +110,12 @@ json_number() {
 
 # --- steps -------------------------------------------------------------------
 
+# build TARGET [CARGO_FLAGS...]
 build() {
-    log "building $1 (release)"
-    "${NICE[@]}" cargo build --release --locked --target "$1" 2>"$work/build-$1.log" \
-        || { tail -30 "$work/build-$1.log" >&2; die "build of $1"; }
+    local target=$1; shift
+    log "building $target (release${*:+ $*})"
+    "${NICE[@]}" cargo build --release --locked --target "$target" "$@" 2>"$work/build-$target.log" \
+        || { tail -30 "$work/build-$target.log" >&2; die "build of $target"; }
 }
 
 # wait_for SECONDS COMMAND...: polls every 0.2 s until COMMAND succeeds.
@@ -125,7 +129,7 @@ wait_for() {
 
 sim_pid=
 # sim_ready FILE: the URLs are printed, or the simulator has exited.
-sim_ready() { grep -q '/control' "$1" || ! kill -0 "$sim_pid" 2>/dev/null; }
+sim_ready() { grep -qs '/control' "$1" || ! kill -0 "$sim_pid" 2>/dev/null; }
 sim_host=
 sim_port=
 gateway_url=
@@ -170,19 +174,61 @@ enough_beats() {
         (($(json_number heartbeats <<<"$body") >= $2))
 }
 
+# What the FROM-scratch image gives the binary: an empty root holding only
+# /smolcord and /state (0700, uid 65534), uid/gid 65534, an empty
+# environment. chroot needs root; elsewhere this step is skipped.
+scratch_root=
+scratch_check() {
+    if [[ $(id -u) != 0 ]]; then
+        log "not root: skipping the empty-root (FROM scratch) check"
+        return
+    fi
+    scratch_root=$work/scratch
+    mkdir -p "$scratch_root/state"
+    cp "$1" "$scratch_root/smolcord"
+    chown 65534:65534 "$scratch_root/state"
+    chmod 0700 "$scratch_root/state"
+    local out=$work/scratch.out rc=0 chroot
+    chroot=$(command -v chroot)
+    env -i "$chroot" --userspec=65534:65534 "$scratch_root" /smolcord --help >"$out" 2>&1 \
+        || die "scratch: --help in an empty root as 65534 failed: $(cat "$out")"
+    env -i SMOLCORD_STATE_DIR=/state "$chroot" --userspec=65534:65534 "$scratch_root" /smolcord status >"$out" 2>&1 || rc=$?
+    if ((rc != 1)) || ! grep -q 'no status yet' "$out"; then
+        die "scratch: status before any run should say 'no status yet', exit 1; got exit $rc: $(cat "$out")"
+    fi
+    log "scratch: static binary runs in an empty root as 65534 with an empty environment (--help; status: exit 1, no status yet)"
+}
+
+# launcher TARGET: sets `prefix` (the command line before the binary),
+# `program` and `state` as the program sees them. x86_64 musl runs in the
+# scratch root when there is one, the others under qemu.
+launcher() {
+    if [[ $1 == x86_64-unknown-linux-musl && -n $scratch_root ]]; then
+        prefix=("$(command -v chroot)" --userspec=65534:65534 "$scratch_root")
+        program=/smolcord
+        state=/state
+    else
+        read -r -a prefix <<<"$(qemu_for "$1")"
+        # env -i clears PATH: name the emulator by its full path.
+        ((${#prefix[@]} == 0)) || prefix[0]=$(command -v "${prefix[0]}")
+        program=$CARGO_TARGET_DIR/$1/release/smolcord
+        state=$work/state-$1
+        mkdir -p "$state"
+    fi
+}
+
 run_against_sim() {
-    local target=$1 binary=$2 qemu state=$work/state-$1 before_sessions before_beats pid rc
-    qemu=$(qemu_for "$target")
-    mkdir -p "$state"
+    local target=$1 before_sessions before_beats pid rc
+    local prefix program state
+    launcher "$target"
     local body
     body=$(stats)
     before_sessions=$(json_number sessions_started <<<"$body")
     before_beats=$(json_number heartbeats <<<"$body")
     # An empty environment but for what `run` needs (as in the image).
-    # shellcheck disable=SC2086 # qemu is a command line
     env -i DISCORD_TOKEN=smolcord-sim-token SMOLCORD_GATEWAY_URL="$gateway_url" \
         SMOLCORD_API_BASE="$api_base" SMOLCORD_STATE_DIR="$state" RUST_LOG=info \
-        $qemu "$binary" run >"$work/run-$target.log" 2>&1 &
+        "${prefix[@]}" "$program" run >"$work/run-$target.log" 2>&1 &
     pid=$!
     pids+=("$pid")
     if ! wait_for 30 enough_beats $((before_sessions + 1)) $((before_beats + BEATS)); then
@@ -191,8 +237,7 @@ run_against_sim() {
     fi
     log "$target: connected, READY, $BEATS+ heartbeats ($HEARTBEAT_MS ms interval)"
     # status.json is written at most once per heartbeat: give it two.
-    # shellcheck disable=SC2086
-    if ! wait_for 10 env -i SMOLCORD_STATE_DIR="$state" $qemu "$binary" status >"$work/status-$target.out" 2>&1; then
+    if ! wait_for 10 env -i SMOLCORD_STATE_DIR="$state" "${prefix[@]}" "$program" status >"$work/status-$target.out" 2>&1; then
         cat "$work/status-$target.out" >&2
         die "$target: \`smolcord status\` did not report healthy within 10 s"
     fi
@@ -210,10 +255,13 @@ run_against_sim() {
 main() {
     [[ ${SKIP_INSTALL:-} == 1 ]] || install_tools
     local target binary qemu
-    declare -A sizes
+    declare -A sizes minimal_sizes
     for target in $TARGETS; do
-        build "$target"
+        # The minimal build first, so the default one is left in place.
+        build "$target" --no-default-features
         binary=$CARGO_TARGET_DIR/$target/release/smolcord
+        minimal_sizes[$target]=$(stat -c %s "$binary")
+        build "$target"
         sizes[$target]=$(stat -c %s "$binary")
         qemu=$(qemu_for "$target")
         # shellcheck disable=SC2086
@@ -222,18 +270,24 @@ main() {
         log "$target: --help runs${qemu:+ under ${qemu%% *}}"
     done
 
-    printf '\n%-32s %10s %9s  %s\n' target bytes MiB linkage
+    mib() { awk "BEGIN { printf \"%.2f\", $1 / 1048576 }"; }
+    printf '\n%-32s %10s %8s %10s %8s  %s\n' target default MiB minimal MiB linkage
     for target in $TARGETS; do
         binary=$CARGO_TARGET_DIR/$target/release/smolcord
-        printf '%-32s %10d %9.2f  %s\n' "$target" "${sizes[$target]}" \
-            "$(awk "BEGIN { print ${sizes[$target]} / 1048576 }")" \
+        printf '%-32s %10d %8s %10d %8s  %s\n' "$target" \
+            "${sizes[$target]}" "$(mib "${sizes[$target]}")" \
+            "${minimal_sizes[$target]}" "$(mib "${minimal_sizes[$target]}")" \
             "$(file -b "$binary" | grep -o 'static-pie linked\|statically linked\|dynamically linked' | head -1)"
     done
     echo
 
+    if [[ " $TARGETS " == *" x86_64-unknown-linux-musl "* ]]; then
+        scratch_check "$CARGO_TARGET_DIR/x86_64-unknown-linux-musl/release/smolcord"
+    fi
+
     if start_sim; then
         for target in $TARGETS; do
-            run_against_sim "$target" "$CARGO_TARGET_DIR/$target/release/smolcord"
+            run_against_sim "$target"
         done
     fi
     log "OK"
