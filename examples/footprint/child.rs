@@ -1,0 +1,210 @@
+//! A client as a child process against an in-process simulator: idle RSS
+//! and threads once connected, wake-ups over an idle window, RSS after a
+//! burst of MESSAGE_CREATE events, and how it takes SIGTERM.
+
+use crate::procfs::{self, Status, Switches};
+use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which program runs as the child.
+pub enum Client {
+    /// `smolcord run` (the bridge) from this binary path.
+    Bridge(PathBuf),
+    /// `footprint --shard-client` (the library's shard alone).
+    ShardOnly(PathBuf),
+}
+
+/// What to do.
+pub struct Plan {
+    /// The simulator's heartbeat interval (41.25 s like Discord's).
+    pub heartbeat: Duration,
+    /// The idle window for wake-ups.
+    pub window: Duration,
+    /// MESSAGE_CREATE events to inject afterwards.
+    pub events: u64,
+    /// Author them as the bot itself (the bridge ignores its own messages)
+    /// rather than as a stranger (who gets a pairing reply).
+    pub from_self: bool,
+}
+
+/// What was measured.
+pub struct Report {
+    /// Once READY, first heartbeat ACKed, settled.
+    pub idle: Status,
+    /// Threads alive when idle, by name.
+    pub idle_threads: String,
+    /// Voluntary switches over the window, all threads.
+    pub wakeups: u64,
+    /// ... per thread name.
+    pub wakeups_by_thread: BTreeMap<String, u64>,
+    /// Involuntary switches over the window.
+    pub preemptions: u64,
+    /// Threads seen during the window.
+    pub threads_seen: usize,
+    /// Heartbeats the simulator got during the window.
+    pub beats_in_window: u64,
+    /// The window actually measured.
+    pub window: Duration,
+    /// After the events were all read, settled.
+    pub after_events: Status,
+    /// Threads then.
+    pub after_threads: String,
+    /// How long until the client had read all the events.
+    pub events_elapsed: Duration,
+    /// SIGTERM to exit, and how it exited (`None`: killed after 10 s).
+    pub stop: (Duration, Option<ExitStatus>),
+}
+
+/// Kills the child on every way out.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// After READY and between steps: long enough for the blocking pool's idle
+/// threads to exit (they linger 0.5 s) and a status write to finish.
+const SETTLE: Duration = Duration::from_secs(3);
+
+fn wait_event(sim: &Simulator, timeout: Duration, what: &str, pred: impl FnMut(&SimEvent) -> bool) -> Result<SimEvent, String> {
+    smol::block_on(sim.wait_for(timeout, pred)).ok_or_else(|| format!("no {what} within {timeout:?}"))
+}
+
+fn beats_of(sim: &Simulator, conn: u64) -> u64 {
+    sim.stats().connections.iter().find(|c| c.id == conn).map_or(0, |c| c.heartbeats)
+}
+
+fn tail(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+/// Runs the plan against `client`.
+pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
+    let sim = Simulator::start(SimConfig {
+        heartbeat_interval: plan.heartbeat,
+        ..SimConfig::default()
+    })
+    .map_err(|e| e.to_string())?;
+    let state = tempfile::tempdir().map_err(|e| format!("temp state dir: {e}"))?;
+    let log = state.path().join("client.log");
+    let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let log_err = log_file.try_clone().map_err(|e| e.to_string())?;
+
+    let mut command = match client {
+        Client::Bridge(path) => {
+            let mut c = Command::new(path);
+            c.arg("run");
+            c
+        }
+        Client::ShardOnly(path) => {
+            let mut c = Command::new(path);
+            c.args(["--shard-client", &sim.gateway_url()]);
+            c
+        }
+    };
+    // What the container and the unit give it: no HOME, only its variables.
+    command
+        .env_clear()
+        .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
+        .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
+        .env("SMOLCORD_API_BASE", sim.api_base())
+        .env("SMOLCORD_STATE_DIR", state.path())
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err);
+    let child = command.spawn().map_err(|e| format!("cannot start the client: {e}"))?;
+    let pid = child.id();
+    let mut child = Guard(child);
+
+    let ready = wait_event(&sim, Duration::from_secs(30), "READY", |e| matches!(e, SimEvent::Identified { .. }));
+    let conn = match ready {
+        Ok(SimEvent::Identified { conn, .. }) => conn,
+        Ok(other) => return Err(format!("expected READY, got {other:?}")),
+        Err(err) => {
+            let exited = child.0.try_wait().ok().flatten();
+            return Err(format!("{err} (client exit: {exited:?}); its log:\n{}", tail(&log)));
+        }
+    };
+    // The first beat is jittered over one interval.
+    wait_event(&sim, plan.heartbeat + Duration::from_secs(10), "first heartbeat", |e| {
+        matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn)
+    })?;
+    std::thread::sleep(SETTLE);
+    let idle = procfs::status(pid).map_err(|e| e.to_string())?;
+    let idle_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
+
+    // The idle window, sampling threads every 100 ms.
+    let mut switches = Switches::default();
+    let beats_before = beats_of(&sim, conn);
+    let started = Instant::now();
+    switches.sample(pid).map_err(|e| e.to_string())?;
+    while started.elapsed() < plan.window {
+        std::thread::sleep(Duration::from_millis(100));
+        switches.sample(pid).map_err(|e| e.to_string())?;
+    }
+    let window = started.elapsed();
+    let beats_in_window = beats_of(&sim, conn) - beats_before;
+
+    // The burst. A heartbeat asked for after it arrives after every event
+    // in the stream: once it is in, the client has read them all.
+    let bot = sim.config().bot_id.get();
+    let events_started = Instant::now();
+    for i in 0..plan.events {
+        if plan.from_self {
+            sim.send_dm(bot, &sim.config().bot_name, "a message the bot itself sent");
+        } else {
+            sim.send_dm(900_000_000_000_000_000 + (i % 7), "someone", "hey, are you there?");
+        }
+    }
+    let beats = sim.subscribe();
+    sim.fault(Fault::RequestHeartbeat);
+    smol::block_on(smolcord::sim::next_matching(&beats, Duration::from_secs(120), |e| {
+        matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn)
+    }))
+    .ok_or("the client did not answer the heartbeat request after the burst within 120 s")?;
+    drop(beats);
+    let events_elapsed = events_started.elapsed();
+    std::thread::sleep(SETTLE);
+    let after_events = procfs::status(pid).map_err(|e| e.to_string())?;
+    let after_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
+
+    // SIGTERM: drain and exit 0 within a few seconds.
+    let stop_started = Instant::now();
+    rustix::process::kill_process(rustix::process::Pid::from_child(&child.0), rustix::process::Signal::TERM)
+        .map_err(|e| format!("SIGTERM: {e}"))?;
+    let mut exit = None;
+    while stop_started.elapsed() < Duration::from_secs(10) {
+        if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {
+            exit = Some(status);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stop = (stop_started.elapsed(), exit);
+    drop(child);
+    sim.shutdown();
+
+    Ok(Report {
+        idle,
+        idle_threads,
+        wakeups: switches.voluntary(),
+        wakeups_by_thread: switches.voluntary_by_name(),
+        preemptions: switches.nonvoluntary(),
+        threads_seen: switches.threads_seen(),
+        beats_in_window,
+        window,
+        after_events,
+        after_threads,
+        events_elapsed,
+        stop,
+    })
+}

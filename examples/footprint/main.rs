@@ -1,0 +1,246 @@
+//! What smolcord costs on a small host, as printed figures: binary sizes
+//! (default and minimal features), RSS idle-connected to the simulator and
+//! after 10 000 MESSAGE_CREATE events, threads alive when idle, idle
+//! wake-ups per minute with Discord's 41.25 s heartbeat, SIGTERM to exit,
+//! and dispatch throughput with zlib-stream off and on.
+//!
+//! ```text
+//! cargo build --release --no-default-features
+//! cp target/release/smolcord /tmp/smolcord-minimal
+//! cargo build --release --bins --example footprint
+//! target/release/examples/footprint --minimal /tmp/smolcord-minimal
+//! ```
+//!
+//! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
+//! `--minimal PATH`, `--window-secs N` (60), `--heartbeat-ms N` (41250),
+//! `--events N` (10000), `--rounds N` (3, throughput), `--from stranger`
+//! (inject DMs from a user instead of the bot's own messages), `--skip
+//! sizes,throughput,shard,bridge`.
+//!
+//! Children run with an empty environment against an in-process simulator
+//! on 127.0.0.1; the simulator's own thread and memory are not counted.
+//! Wake-ups are voluntary context switches of all the child's threads, read
+//! from /proc every 100 ms (a thread born and gone in between is missed).
+// A benchmark driver, not the event loop: it reads /proc and sleeps
+// between samples on purpose.
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+mod child;
+mod procfs;
+mod shard_client;
+mod throughput;
+
+use child::{Client, Plan, Report};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+struct Args {
+    smolcord: Option<PathBuf>,
+    minimal: Option<PathBuf>,
+    plan: Plan,
+    rounds: u32,
+    skip: Vec<String>,
+    shard_client: Option<String>,
+}
+
+fn parse() -> Result<Args, lexopt::Error> {
+    use lexopt::prelude::*;
+    let mut args = Args {
+        smolcord: None,
+        minimal: None,
+        plan: Plan {
+            heartbeat: Duration::from_millis(41_250),
+            window: Duration::from_secs(60),
+            events: 10_000,
+            from_self: true,
+        },
+        rounds: 3,
+        skip: Vec::new(),
+        shard_client: None,
+    };
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("smolcord") => args.smolcord = Some(parser.value()?.into()),
+            Long("minimal") => args.minimal = Some(parser.value()?.into()),
+            Long("window-secs") => args.plan.window = Duration::from_secs(parser.value()?.parse()?),
+            Long("heartbeat-ms") => args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?),
+            Long("events") => args.plan.events = parser.value()?.parse()?,
+            Long("rounds") => args.rounds = parser.value()?.parse()?,
+            Long("from") => {
+                args.plan.from_self = match parser.value()?.string()?.as_str() {
+                    "self" => true,
+                    "stranger" => false,
+                    other => return Err(format!("--from self|stranger, not `{other}`").into()),
+                }
+            }
+            Long("skip") => {
+                args.skip = parser.value()?.string()?.split(',').map(str::to_owned).collect();
+            }
+            Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
+            _ => return Err(arg.unexpected()),
+        }
+    }
+    Ok(args)
+}
+
+fn mib(bytes: f64) -> String {
+    format!("{:.2} MiB", bytes / MIB)
+}
+
+fn kib_mib(kib: u64) -> String {
+    mib(kib as f64 * 1024.0)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "ok"
+    } else {
+        "MISSED"
+    }
+}
+
+fn size(label: &str, path: &Path, goal_mib: f64) {
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            let bytes = meta.len() as f64;
+            println!(
+                "  {label:<8} {:>10} bytes  {}  (goal ≤ {goal_mib} MiB: {})  {}",
+                meta.len(),
+                mib(bytes),
+                verdict(bytes <= goal_mib * MIB),
+                path.display()
+            );
+        }
+        Err(err) => println!("  {label:<8} not measured: {}: {err}", path.display()),
+    }
+}
+
+fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: Option<f64>) {
+    let per_min = report.wakeups as f64 * 60.0 / report.window.as_secs_f64();
+    println!(
+        "  idle, connected:   RSS {} (peak so far {}), {} threads: {}",
+        kib_mib(report.idle.rss_kib),
+        kib_mib(report.idle.hwm_kib),
+        report.idle.threads,
+        report.idle_threads
+    );
+    if let Some(goal) = rss_goal {
+        println!(
+            "                     (goal ≤ {goal} MiB glibc: {})",
+            verdict(report.idle.rss_kib as f64 * 1024.0 <= goal * MIB)
+        );
+    }
+    let by_thread: Vec<String> = report
+        .wakeups_by_thread
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    println!(
+        "  idle wake-ups:     {per_min:.1}/min ({} voluntary switches in {:.1} s: {}; {} preemptions; {} threads seen; {} heartbeats at {} ms) (goal ≤ 4/min: {})",
+        report.wakeups,
+        report.window.as_secs_f64(),
+        by_thread.join(", "),
+        report.preemptions,
+        report.threads_seen,
+        report.beats_in_window,
+        plan.heartbeat.as_millis(),
+        verdict(per_min <= 4.0)
+    );
+    println!(
+        "  after {} events:  RSS {}, peak {}, {} threads: {} (read in {:.2} s)",
+        plan.events,
+        kib_mib(report.after_events.rss_kib),
+        kib_mib(report.after_events.hwm_kib),
+        report.after_events.threads,
+        report.after_threads,
+        report.events_elapsed.as_secs_f64()
+    );
+    let (took, exit) = &report.stop;
+    let exit = match exit {
+        Some(status) => status.to_string(),
+        None => "still running after 10 s (killed)".to_owned(),
+    };
+    println!("  SIGTERM:           {exit} after {:.2} s   [{name}]", took.as_secs_f64());
+}
+
+fn main() {
+    let args = match parse() {
+        Ok(args) => args,
+        Err(err) => {
+            eprintln!("footprint: {err}");
+            std::process::exit(2);
+        }
+    };
+    if let Some(url) = args.shard_client {
+        env_logger::init();
+        if let Err(err) = shard_client::run(url) {
+            eprintln!("footprint shard client: {err}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let skip = |part: &str| args.skip.iter().any(|s| s == part);
+    let me = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("footprint"));
+    // target/release/examples/footprint -> target/release/smolcord
+    let smolcord = args.smolcord.clone().unwrap_or_else(|| {
+        me.parent()
+            .and_then(Path::parent)
+            .map_or_else(|| PathBuf::from("smolcord"), |dir| dir.join("smolcord"))
+    });
+
+    if !skip("sizes") {
+        println!("release binary size");
+        size("default", &smolcord, 3.0);
+        match &args.minimal {
+            Some(path) => size("minimal", path, 2.0),
+            None => println!("  minimal  not measured: pass --minimal PATH (a --no-default-features build)"),
+        }
+    }
+
+    if !skip("throughput") {
+        println!("dispatch throughput (MESSAGE_CREATE decoded and handed over, in process, median of {})", args.rounds);
+        for compress in [false, true] {
+            let mut rates = Vec::new();
+            for _ in 0..args.rounds.max(1) {
+                match throughput::measure(args.plan.events, compress) {
+                    Ok(rate) => rates.push(rate.per_sec()),
+                    Err(err) => {
+                        println!("  zlib-stream {}: failed: {err}", if compress { "on " } else { "off" });
+                        break;
+                    }
+                }
+            }
+            rates.sort_by(f64::total_cmp);
+            if let Some(median) = rates.get(rates.len() / 2) {
+                let all: Vec<String> = rates.iter().map(|r| format!("{r:.0}")).collect();
+                println!(
+                    "  zlib-stream {}: {median:>9.0} events/s  ({} events; rounds: {})",
+                    if compress { "on " } else { "off" },
+                    args.plan.events,
+                    all.join(", ")
+                );
+            }
+        }
+    }
+
+    if !skip("shard") {
+        println!("shard-only client (the library's gateway client alone, this example as the child)");
+        match child::measure(&Client::ShardOnly(me.clone()), &args.plan) {
+            Ok(report) => print_child("exit by signal is expected here", &args.plan, &report, None),
+            Err(err) => println!("  failed: {err}"),
+        }
+    }
+
+    if !skip("bridge") {
+        println!("smolcord run (the bridge: {})", smolcord.display());
+        match child::measure(&Client::Bridge(smolcord.clone()), &args.plan) {
+            Ok(report) => print_child("want exit 0 within a few seconds", &args.plan, &report, Some(3.5)),
+            Err(err) => println!("  not measured: {err}"),
+        }
+        // TODO(bridge): peak RSS during a run with 8 concurrent subprocesses
+        // (agent commands) once the bridge runs them.
+    }
+}

@@ -1,0 +1,153 @@
+//! What the kernel says about a process: `/proc/PID/status` (RSS, peak RSS,
+//! threads) and per-thread context switches from `/proc/PID/task/*`. Read
+//! from outside, so measuring never wakes the process measured.
+
+use std::collections::BTreeMap;
+use std::io;
+
+/// The fields of `/proc/PID/status` the report uses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Status {
+    /// Resident set size, KiB.
+    pub rss_kib: u64,
+    /// Peak resident set size, KiB.
+    pub hwm_kib: u64,
+    /// Threads alive.
+    pub threads: u64,
+}
+
+/// One thread's name and context switch counters.
+#[derive(Clone, Debug, Default)]
+pub struct Thread {
+    /// `comm` (e.g. `smolcord`, `async-io`, `blocking-1`).
+    pub name: String,
+    /// Times it went to sleep by itself (each is one wake-up later).
+    pub voluntary: u64,
+    /// Times it was preempted.
+    pub nonvoluntary: u64,
+}
+
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+}
+
+/// Reads `/proc/PID/status`.
+pub fn status(pid: u32) -> io::Result<Status> {
+    let path = format!("/proc/{pid}/status");
+    let text = std::fs::read_to_string(&path)?;
+    let get = |name| {
+        field(&text, name).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("{path}: no {name} field"))
+        })
+    };
+    Ok(Status {
+        rss_kib: get("VmRSS")?,
+        hwm_kib: get("VmHWM")?,
+        threads: get("Threads")?,
+    })
+}
+
+/// Every live thread of `pid`, by thread id. A thread that exits between
+/// listing and reading is skipped.
+pub fn threads(pid: u32) -> io::Result<BTreeMap<u32, Thread>> {
+    let mut threads = BTreeMap::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let entry = entry?;
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let dir = entry.path();
+        let (Ok(status), Ok(comm)) = (
+            std::fs::read_to_string(dir.join("status")),
+            std::fs::read_to_string(dir.join("comm")),
+        ) else {
+            continue;
+        };
+        threads.insert(
+            tid,
+            Thread {
+                name: comm.trim().to_owned(),
+                voluntary: field(&status, "voluntary_ctxt_switches").unwrap_or(0),
+                nonvoluntary: field(&status, "nonvoluntary_ctxt_switches").unwrap_or(0),
+            },
+        );
+    }
+    Ok(threads)
+}
+
+/// Thread names, with a count where several share one: `smolcord, async-io`.
+pub fn thread_names(threads: &BTreeMap<u32, Thread>) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for thread in threads.values() {
+        *counts.entry(thread.name.as_str()).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(name, n)| if n == 1 { name.to_owned() } else { format!("{name} ×{n}") })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Context switches over a window, following threads that come and go.
+///
+/// [`Switches::sample`] as often as practical: a thread born and gone
+/// between two samples is missed (it is counted in `threads_seen` only if
+/// sampled once).
+#[derive(Debug, Default)]
+pub struct Switches {
+    first: BTreeMap<u32, Thread>,
+    last: BTreeMap<u32, Thread>,
+}
+
+impl Switches {
+    /// Records the threads' counters now.
+    pub fn sample(&mut self, pid: u32) -> io::Result<()> {
+        for (tid, thread) in threads(pid)? {
+            // A thread first seen mid-window started at zero.
+            self.first.entry(tid).or_insert_with(|| {
+                if self.last.is_empty() {
+                    thread.clone()
+                } else {
+                    Thread {
+                        name: thread.name.clone(),
+                        ..Thread::default()
+                    }
+                }
+            });
+            self.last.insert(tid, thread);
+        }
+        Ok(())
+    }
+
+    /// Voluntary switches per thread name over the window.
+    pub fn voluntary_by_name(&self) -> BTreeMap<String, u64> {
+        let mut by_name = BTreeMap::new();
+        for (tid, last) in &self.last {
+            let first = self.first.get(tid).map_or(0, |t| t.voluntary);
+            *by_name.entry(last.name.clone()).or_default() += last.voluntary - first.min(last.voluntary);
+        }
+        by_name
+    }
+
+    /// Voluntary switches (wake-ups) over the window, all threads.
+    pub fn voluntary(&self) -> u64 {
+        self.voluntary_by_name().values().sum()
+    }
+
+    /// Involuntary switches over the window, all threads.
+    pub fn nonvoluntary(&self) -> u64 {
+        self.last
+            .iter()
+            .map(|(tid, last)| {
+                last.nonvoluntary - self.first.get(tid).map_or(0, |t| t.nonvoluntary).min(last.nonvoluntary)
+            })
+            .sum()
+    }
+
+    /// Distinct threads sampled during the window.
+    pub fn threads_seen(&self) -> usize {
+        self.last.len()
+    }
+}
