@@ -8,4 +8,6 @@
 
 pub mod offload;
 pub mod protocol;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod token;
