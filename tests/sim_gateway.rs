@@ -36,7 +36,12 @@ fn hello_identify_ready_then_guild_create() {
             .wait_for(WAIT, |e| matches!(e, SimEvent::Identified { .. }))
             .await
             .expect("Identified event");
-        let SimEvent::Identified { identify, session_id, .. } = event else {
+        let SimEvent::Identified {
+            identify,
+            session_id,
+            ..
+        } = event
+        else {
             unreachable!()
         };
         assert_eq!(session_id, d["session_id"].as_str().unwrap_or_default());
@@ -126,19 +131,33 @@ fn every_close_code_rule() {
         expect_close_after(&sim, &[r#"{"op":1,"d":"soon"}"#.into()], 4001).await;
         expect_close_after(&sim, &[r#"{"op":2,"d":{"token":1}}"#.into()], 4001).await;
         // 4003: a command other than heartbeat/identify/resume first.
-        let presence = json!({"op":3,"d":{"since":null,"activities":[],"status":"online","afk":false}});
+        let presence =
+            json!({"op":3,"d":{"since":null,"activities":[],"status":"online","afk":false}});
         expect_close_after(&sim, &[presence.to_string()], 4003).await;
         // 4004: bad token.
         expect_close_after(&sim, &[identify_frame(json!({"token": "wrong"}))], 4004).await;
         // 4005: identify twice.
-        expect_close_after(&sim, &[identify_frame(json!({})), identify_frame(json!({}))], 4005)
-            .await;
+        expect_close_after(
+            &sim,
+            &[identify_frame(json!({})), identify_frame(json!({}))],
+            4005,
+        )
+        .await;
         // 4010: shard id not below the count.
         expect_close_after(&sim, &[identify_frame(json!({"shard": [2, 2]}))], 4010).await;
         // 4013: unknown intent bits; 4014: privileged intent not enabled.
-        expect_close_after(&sim, &[identify_frame(json!({"intents": 1u64 << 30}))], 4013).await;
-        expect_close_after(&sim, &[identify_frame(json!({"intents": DMS | 1 << 15}))], 4014)
-            .await;
+        expect_close_after(
+            &sim,
+            &[identify_frame(json!({"intents": 1u64 << 30}))],
+            4013,
+        )
+        .await;
+        expect_close_after(
+            &sim,
+            &[identify_frame(json!({"intents": DMS | 1 << 15}))],
+            4014,
+        )
+        .await;
 
         let closes: Vec<u16> = sim
             .stats()
@@ -146,7 +165,10 @@ fn every_close_code_rule() {
             .iter()
             .filter_map(|c| c.server_close_code)
             .collect();
-        assert_eq!(closes, [4002, 4002, 4001, 4001, 4001, 4001, 4003, 4004, 4005, 4010, 4013, 4014]);
+        assert_eq!(
+            closes,
+            [4002, 4002, 4001, 4001, 4001, 4001, 4003, 4004, 4005, 4010, 4013, 4014]
+        );
         let events = sim.events();
         let by_server = events
             .iter()
@@ -162,11 +184,15 @@ fn after_ready_presence_is_fine_and_resume_or_identify_again_is_4005() {
         let sim = sim();
         let (mut client, _) = Client::hello(&sim).await;
         let ready = client.identify_ready(DMS).await;
-        let presence = json!({"op":3,"d":{"since":null,"activities":[],"status":"idle","afk":false}});
+        let presence =
+            json!({"op":3,"d":{"since":null,"activities":[],"status":"idle","afk":false}});
         client.send(presence).await;
         client.heartbeat().await;
         client.expect_op(11).await;
-        let session = ready["d"]["session_id"].as_str().unwrap_or_default().to_owned();
+        let session = ready["d"]["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         client.resume(&session, 1).await;
         assert_eq!(client.expect_close().await, Some(4005));
     });
@@ -180,16 +206,25 @@ fn privileged_intents_pass_when_enabled_and_shard_count_is_enforced() {
             required_shards: Some(2),
             ..SimConfig::default()
         });
-        expect_close_after(&sim, &[identify_frame(json!({"intents": DMS | 1 << 15}))], 4011).await;
         expect_close_after(
             &sim,
-            &[identify_frame(json!({"intents": DMS | 1 << 15, "shard": [0, 1]}))],
+            &[identify_frame(json!({"intents": DMS | 1 << 15}))],
+            4011,
+        )
+        .await;
+        expect_close_after(
+            &sim,
+            &[identify_frame(
+                json!({"intents": DMS | 1 << 15, "shard": [0, 1]}),
+            )],
             4011,
         )
         .await;
         let (mut client, _) = Client::hello(&sim).await;
         client
-            .identify_with(json!({"token": DEFAULT_SIM_TOKEN, "intents": DMS | 1 << 15, "shard": [1, 2]}))
+            .identify_with(
+                json!({"token": DEFAULT_SIM_TOKEN, "intents": DMS | 1 << 15, "shard": [1, 2]}),
+            )
             .await;
         let ready = client.expect_dispatch().await;
         assert_eq!(ready["t"], "READY");
@@ -263,7 +298,10 @@ fn a_timed_out_session_cannot_be_resumed() {
         let (mut client, _) = Client::hello(&sim).await;
         let ready = client.identify_ready(DMS).await;
         assert_eq!(client.expect_close().await, Some(4009));
-        let session = ready["d"]["session_id"].as_str().unwrap_or_default().to_owned();
+        let session = ready["d"]["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         let mut again = Client::connect(&sim, "/resume?v=10&encoding=json").await;
         again.expect_hello().await;
         again.resume(&session, 1).await;
@@ -299,7 +337,10 @@ fn zlib_stream_one_context_per_connection_with_sync_flush_suffix() {
         let mut other = Client::connect(&sim, "/?v=10&compress=zlib-stream").await;
         other.expect_hello().await;
         assert_eq!(other.binary_frames[0][0], 0x78, "starts with a zlib header");
-        assert_eq!(sim.stats().connections[0].compression.as_deref(), Some("zlib-stream"));
+        assert_eq!(
+            sim.stats().connections[0].compression.as_deref(),
+            Some("zlib-stream")
+        );
     });
 }
 
@@ -308,7 +349,10 @@ fn identify_compress_true_gets_per_payload_zlib_frames() {
     run(async {
         let sim = sim();
         let (mut client, _) = Client::hello(&sim).await;
-        assert_eq!(client.text_frames, 1, "Hello comes before Identify, as text");
+        assert_eq!(
+            client.text_frames, 1,
+            "Hello comes before Identify, as text"
+        );
         client
             .identify_with(json!({"token": DEFAULT_SIM_TOKEN, "intents": GUILDS, "compress": true}))
             .await;
@@ -318,7 +362,10 @@ fn identify_compress_true_gets_per_payload_zlib_frames() {
         client.heartbeat().await;
         client.expect_op(11).await;
         assert_eq!(client.binary_frames.len(), 3);
-        assert_eq!(sim.stats().connections[0].compression.as_deref(), Some("payload"));
+        assert_eq!(
+            sim.stats().connections[0].compression.as_deref(),
+            Some("payload")
+        );
     });
 }
 
@@ -372,7 +419,10 @@ fn shutdown_closes_connections() {
         let (mut client, _) = Client::hello(&sim).await;
         let other = sim.clone();
         other.shutdown();
-        assert!(matches!(client.next().await, Seen::Dropped | Seen::Closed(_)));
+        assert!(matches!(
+            client.next().await,
+            Seen::Dropped | Seen::Closed(_)
+        ));
         // Idempotent, also through the remaining handle.
         sim.shutdown();
     });

@@ -179,7 +179,9 @@ impl RestFault {
         };
         let count = match body.get("count") {
             None => 1,
-            Some(_) => u32::try_from(uint(body, "count")?).map_err(|_| "field `count` is too large")?,
+            Some(_) => {
+                u32::try_from(uint(body, "count")?).map_err(|_| "field `count` is too large")?
+            }
         };
         let path_prefix = match body.get("path_prefix") {
             None | Some(Value::Null) => None,

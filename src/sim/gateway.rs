@@ -9,7 +9,7 @@ use super::events::SimEvent;
 use super::faults::Fault;
 use super::http::{HttpConn, Request, Response};
 use super::identify::{handle_identify, handle_resume};
-use super::state::{ConnCmd, ConnEntry, Out, Shared};
+use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
 use super::zlib::{compress_payload, ZlibStream};
 use crate::protocol::{CloseCode, Frame, OpCode, MAX_PAYLOAD_BYTES};
@@ -85,7 +85,10 @@ fn read_params(request: &Request) -> Params {
     match request.query_param("v") {
         None | Some("9" | "10") => {}
         Some(other) => {
-            refusal = Some((4012, format!("API version `{other}` is not served (use 10)")))
+            refusal = Some((
+                4012,
+                format!("API version `{other}` is not served (use 10)"),
+            ))
         }
     }
     match request.query_param("encoding") {
@@ -163,7 +166,6 @@ async fn run(
         recent: VecDeque::new(),
         closing_until: None,
         end: None,
-        client_code: None,
     };
     match params.refusal {
         Some((code, reason)) => reader.close(code, &reason),
@@ -262,7 +264,6 @@ pub(crate) struct Reader {
     /// Set once closing: stop waiting for the client after this.
     closing_until: Option<Instant>,
     end: Option<ConnEnd>,
-    client_code: Option<u16>,
 }
 
 impl Reader {
@@ -308,15 +309,7 @@ impl Reader {
         let now = Instant::now();
         let mut state = self.shared.lock();
         state.stats.totals.invalid_sessions += 1;
-        if let Some(session_id) = self.session.take() {
-            if resumable {
-                if let Some(session) = state.sessions.get_mut(&session_id) {
-                    session.detach(now);
-                }
-            } else {
-                state.sessions.remove(&session_id);
-            }
-        }
+        Self::release_session(&mut self.session, self.id, &mut state, !resumable, now);
         state.emit(SimEvent::InvalidSession {
             conn: self.id,
             resumable,
@@ -337,25 +330,40 @@ impl Reader {
         if let Some(entry) = state.conns.get(&self.id) {
             entry.send_close(code, &close_reason(reason));
         }
-        if let Some(session_id) = self.session.take() {
-            if CloseCode(code).action() == crate::protocol::CloseAction::Resume {
-                if let Some(session) = state.sessions.get_mut(&session_id) {
-                    session.detach(now);
-                }
-            } else {
-                state.sessions.remove(&session_id);
-            }
-        }
+        let ends_session = CloseCode(code).action() != crate::protocol::CloseAction::Resume;
+        Self::release_session(&mut self.session, self.id, &mut state, ends_session, now);
         if code == 4009 {
             state.stats.totals.heartbeat_timeouts += 1;
         }
         if let Some(stats) = state.stats.conn(self.id) {
             stats.server_close_code = Some(code);
         }
+        state.stats.end(self.id, ConnEnd::ServerClose, now);
         state.emit(SimEvent::ClosedByServer {
             conn: self.id,
             code: Some(code),
         });
+    }
+
+    /// Lets go of the session this connection serves: ends it, or leaves
+    /// it resumable (unless another connection has taken it over).
+    fn release_session(
+        session: &mut Option<String>,
+        conn: u64,
+        state: &mut State,
+        end_it: bool,
+        now: Instant,
+    ) {
+        let Some(session_id) = session.take() else {
+            return;
+        };
+        if end_it {
+            state.sessions.remove(&session_id);
+        } else if let Some(session) = state.sessions.get_mut(&session_id) {
+            if session.conn == Some(conn) {
+                session.detach(now);
+            }
+        }
     }
 
     /// Drops TCP without a close frame (the session stays resumable).
@@ -363,7 +371,9 @@ impl Reader {
         log::info!("sim: dropping TCP of connection {}", self.id);
         let _ = self.tcp.shutdown(std::net::Shutdown::Both);
         self.end = Some(ConnEnd::ServerDrop);
-        self.shared.lock().emit(SimEvent::ClosedByServer {
+        let mut state = self.shared.lock();
+        state.stats.end(self.id, ConnEnd::ServerDrop, Instant::now());
+        state.emit(SimEvent::ClosedByServer {
             conn: self.id,
             code: None,
         });
@@ -458,7 +468,9 @@ impl Reader {
                 self.drop_tcp();
                 return true;
             }
-            Fault::Reconnect => self.send(Frame::new(OpCode::Reconnect, None, None, None).to_json()),
+            Fault::Reconnect => {
+                self.send(Frame::new(OpCode::Reconnect, None, None, None).to_json())
+            }
             Fault::InvalidSession(resumable) => self.invalid_session(resumable),
             Fault::RequestHeartbeat => {
                 self.send(Frame::new(OpCode::Heartbeat, None, None, None).to_json())
@@ -491,12 +503,26 @@ impl Reader {
             Message::Binary(bytes) => bytes,
             Message::Close(frame) => {
                 let code = frame.as_ref().map_or(1005, |f| u16::from(f.code));
-                self.client_code = Some(code);
+                if let Some(stats) = self.shared.lock().stats.conn(self.id) {
+                    stats.client_close_code = Some(code);
+                }
                 if self.closing_until.is_none() {
                     log::info!("sim: client closed connection {} with {code}", self.id);
                     self.end = Some(ConnEnd::ClientClose);
                     self.closing_until = Some(Instant::now() + CLOSE_WAIT);
-                    self.shared.lock().emit(SimEvent::ClientClosed {
+                    let now = Instant::now();
+                    let mut state = self.shared.lock();
+                    // 1000/1001 end the session (the bot shows offline);
+                    // any other code keeps it resumable.
+                    Self::release_session(
+                        &mut self.session,
+                        self.id,
+                        &mut state,
+                        matches!(code, 1000 | 1001),
+                        now,
+                    );
+                    state.stats.end(self.id, ConnEnd::ClientClose, now);
+                    state.emit(SimEvent::ClientClosed {
                         conn: self.id,
                         code: Some(code),
                     });
@@ -576,9 +602,12 @@ impl Reader {
     }
 
     fn on_heartbeat(&mut self, frame: &Frame, now: Instant) -> Result<(), (u16, String)> {
-        let d: Option<u64> = frame
-            .data()
-            .map_err(|_| (4001, "heartbeat `d` must be a sequence number or null".to_owned()))?;
+        let d: Option<u64> = frame.data().map_err(|_| {
+            (
+                4001,
+                "heartbeat `d` must be a sequence number or null".to_owned(),
+            )
+        })?;
         let gap = now.saturating_duration_since(self.last_beat);
         self.last_beat = now;
         self.deadline_base = self.deadline_base.max(now);
@@ -606,30 +635,15 @@ impl Reader {
         Ok(())
     }
 
-    /// Unregisters the connection; a session it served becomes resumable
-    /// (or ends, after a client close with 1000/1001).
+    /// Unregisters the connection; a session it still served becomes
+    /// resumable.
     fn finish(&mut self) {
         let now = Instant::now();
         let end = *self.end.get_or_insert(ConnEnd::ClientDrop);
         let mut state = self.shared.lock();
         state.conns.remove(&self.id);
-        if let Some(session_id) = self.session.take() {
-            let normal_close = end == ConnEnd::ClientClose
-                && matches!(self.client_code, Some(1000 | 1001));
-            if normal_close {
-                state.sessions.remove(&session_id);
-            } else if let Some(session) = state.sessions.get_mut(&session_id) {
-                if session.conn == Some(self.id) {
-                    session.detach(now);
-                }
-            }
-        }
-        let at = state.stats.ms(now);
-        if let Some(stats) = state.stats.conn(self.id) {
-            stats.ended = Some(end);
-            stats.closed_at_ms = Some(at);
-            stats.client_close_code = self.client_code;
-        }
+        Self::release_session(&mut self.session, self.id, &mut state, false, now);
+        state.stats.end(self.id, end, now);
         if end == ConnEnd::ClientDrop {
             log::info!("sim: connection {} dropped by the client", self.id);
             state.emit(SimEvent::ClientClosed {

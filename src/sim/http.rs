@@ -237,9 +237,10 @@ impl HttpConn {
         } else {
             let length = match request.header("content-length") {
                 None => 0,
-                Some(text) => text.trim().parse::<usize>().map_err(|_| {
-                    HttpError::bad(400, format!("bad Content-Length `{text}`"))
-                })?,
+                Some(text) => text
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| HttpError::bad(400, format!("bad Content-Length `{text}`")))?,
             };
             if length > MAX_BODY {
                 return Err(HttpError::bad(413, "request body is larger than 26 MiB"));
@@ -268,7 +269,10 @@ impl HttpConn {
                 return Err(HttpError::bad(400, "chunk line too long"));
             }
             if !self.fill().await? {
-                return Err(HttpError::bad(400, "connection closed inside a chunked body"));
+                return Err(HttpError::bad(
+                    400,
+                    "connection closed inside a chunked body",
+                ));
             }
         }
     }
@@ -377,7 +381,11 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        for bad in [&b"\x00\x01\r\n\r\n"[..], b"GET\r\n\r\n", b"G E T / HTTP/9\r\n\r\n"] {
+        for bad in [
+            &b"\x00\x01\r\n\r\n"[..],
+            b"GET\r\n\r\n",
+            b"G E T / HTTP/9\r\n\r\n",
+        ] {
             let err = parse_head(bad).unwrap_err();
             assert_eq!(err.status, Some(400), "{err}");
         }

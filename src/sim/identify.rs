@@ -66,7 +66,10 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     if identify.intents.unknown_bits() != 0 {
         return Err((
             4013,
-            format!("invalid intents: unknown bits {:#x}", identify.intents.unknown_bits()),
+            format!(
+                "invalid intents: unknown bits {:#x}",
+                identify.intents.unknown_bits()
+            ),
         ));
     }
     let refused = Intents::from_bits(
@@ -90,7 +93,11 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     if state.start_remaining == 0 || too_fast {
         log::info!(
             "sim: identify refused ({})",
-            if too_fast { "max_concurrency" } else { "session start limit spent" }
+            if too_fast {
+                "max_concurrency"
+            } else {
+                "session start limit spent"
+            }
         );
         drop(state);
         reader.invalid_session(false);
@@ -219,7 +226,10 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
             ));
         }
         Err(ReplayError::TooOld) => {
-            log::info!("sim: resume from seq {} is past the replay buffer", resume.seq);
+            log::info!(
+                "sim: resume from seq {} is past the replay buffer",
+                resume.seq
+            );
             state.sessions.remove(&resume.session_id);
             drop(state);
             reader.invalid_session(false);
@@ -236,7 +246,9 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
     }
     let replayed = frames.len();
     if let Some(entry) = state.conns.get(&reader.id) {
-        let _ = entry.out.try_send(Out::PayloadCompression(payload_compress));
+        let _ = entry
+            .out
+            .try_send(Out::PayloadCompression(payload_compress));
         for frame in frames {
             entry.send_text(frame);
         }

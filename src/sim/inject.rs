@@ -31,7 +31,12 @@ fn waveform(duration: Duration) -> String {
 
 impl Shared {
     /// Dispatches a DM from `author` and returns `(message id, channel id)`.
-    pub(crate) fn send_dm(&self, author_id: u64, author_name: &str, content: &str) -> (Snowflake, Snowflake) {
+    pub(crate) fn send_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> (Snowflake, Snowflake) {
         let mut state = self.lock();
         let state = &mut *state;
         let channel = state.dir.dm_channel(&mut state.ids, author_id, author_name);
@@ -147,7 +152,11 @@ impl Shared {
         state.dispatch(&self.config, "GUILD_CREATE", &d)
     }
 
-    pub(crate) fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, String> {
+    pub(crate) fn create_channel(
+        &self,
+        guild_id: Snowflake,
+        name: &str,
+    ) -> Result<Snowflake, String> {
         let mut state = self.lock();
         let guild = state
             .dir
@@ -177,7 +186,11 @@ impl Shared {
     }
 
     /// Renames (`Some`) or deletes (`None`) a guild channel.
-    pub(crate) fn change_channel(&self, channel_id: Snowflake, rename: Option<&str>) -> Result<Vec<u64>, String> {
+    pub(crate) fn change_channel(
+        &self,
+        channel_id: Snowflake,
+        rename: Option<&str>,
+    ) -> Result<Vec<u64>, String> {
         let mut state = self.lock();
         let info = state
             .dir
@@ -187,11 +200,7 @@ impl Shared {
             .filter(|c| c.guild_id.is_some())
             .ok_or_else(|| format!("channel {channel_id} is not a known guild channel"))?;
         let guild_id = info.guild_id.unwrap_or_default();
-        let guild = state
-            .dir
-            .guilds
-            .iter_mut()
-            .find(|g| g.id.get() == guild_id);
+        let guild = state.dir.guilds.iter_mut().find(|g| g.id.get() == guild_id);
         let position = guild
             .as_ref()
             .and_then(|g| g.channels.iter().position(|c| c.id == channel_id))
@@ -199,7 +208,9 @@ impl Shared {
         let name = rename.map_or(info.name.clone().unwrap_or_default(), str::to_owned);
         let event = match rename {
             Some(new_name) => {
-                if let Some(channel) = guild.and_then(|g| g.channels.iter_mut().find(|c| c.id == channel_id)) {
+                if let Some(channel) =
+                    guild.and_then(|g| g.channels.iter_mut().find(|c| c.id == channel_id))
+                {
                     channel.name = new_name.to_owned();
                 }
                 if let Some(entry) = state.dir.channels.get_mut(&channel_id.get()) {

@@ -234,7 +234,12 @@ impl Simulator {
 
     /// A DM from a user (its DM channel is stable per user). Returns
     /// `(message id, channel id)`.
-    pub fn send_dm(&self, author_id: u64, author_name: &str, content: &str) -> (Snowflake, Snowflake) {
+    pub fn send_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> (Snowflake, Snowflake) {
         self.shared().send_dm(author_id, author_name, content)
     }
 
@@ -247,7 +252,8 @@ impl Simulator {
         ogg: Vec<u8>,
         duration: Duration,
     ) -> VoiceNote {
-        self.shared().send_voice_dm(author_id, author_name, ogg, duration)
+        self.shared()
+            .send_voice_dm(author_id, author_name, ogg, duration)
     }
 
     /// A message in a guild channel; the error names an unknown channel.

@@ -42,8 +42,8 @@ pub(crate) fn parse(content_type: &str, body: &[u8]) -> Result<Vec<Part>, String
         .ok_or("multipart/form-data without a boundary")?;
     let delimiter = format!("--{boundary}");
     let delimiter = delimiter.as_bytes();
-    let mut pos = find(body, delimiter, 0).ok_or("multipart body has no opening boundary")?
-        + delimiter.len();
+    let mut pos =
+        find(body, delimiter, 0).ok_or("multipart body has no opening boundary")? + delimiter.len();
     let mut parts = Vec::new();
     loop {
         if body.get(pos..pos + 2) == Some(b"--") {
@@ -56,7 +56,8 @@ pub(crate) fn parse(content_type: &str, body: &[u8]) -> Result<Vec<Part>, String
         let data_start = head_end + 4;
         let mut closing = b"\r\n".to_vec();
         closing.extend_from_slice(delimiter);
-        let data_end = find(body, &closing, data_start).ok_or("multipart part is not terminated")?;
+        let data_end =
+            find(body, &closing, data_start).ok_or("multipart part is not terminated")?;
         let mut part = Part {
             name: String::new(),
             filename: None,
@@ -102,6 +103,10 @@ Content-Type: text/plain\r\n\r\nline1\r\nline2\r\n--XyZ--\r\n";
     fn broken_bodies_are_errors() {
         assert!(parse("multipart/form-data", b"").is_err());
         assert!(parse("multipart/form-data; boundary=a", b"nothing").is_err());
-        assert!(parse("multipart/form-data; boundary=a", b"--a\r\nX: y\r\n\r\nunterminated").is_err());
+        assert!(parse(
+            "multipart/form-data; boundary=a",
+            b"--a\r\nX: y\r\n\r\nunterminated"
+        )
+        .is_err());
     }
 }

@@ -202,9 +202,7 @@ fn fault_response(kind: RestFaultKind) -> Response {
             response
         }
         RestFaultKind::Forbidden => error(403, 50007, "Cannot send messages to this user"),
-        RestFaultKind::ServerError(status) => {
-            error(status, 0, &format!("{status}: Server Error"))
-        }
+        RestFaultKind::ServerError(status) => error(status, 0, &format!("{status}: Server Error")),
     }
 }
 
@@ -230,7 +228,11 @@ fn authorized(shared: &Shared, request: &Request) -> bool {
 
 fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -> Response {
     if let Some(kind) = take_fault(state, &request.path) {
-        log::info!("sim: REST fault {kind:?} on {} {}", request.method, request.path);
+        log::info!(
+            "sim: REST fault {kind:?} on {} {}",
+            request.method,
+            request.path
+        );
         return fault_response(kind);
     }
     let route = request
@@ -289,10 +291,14 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 None => error(404, 10008, "Unknown Message"),
             }
         }
-        (["channels", _, "typing"] | ["channels", _, "messages", ..] | ["channels", _]
-        | ["users", "@me", ..] | ["gateway", "bot"], _) => {
-            error(405, 0, "405: Method Not Allowed")
-        }
+        (
+            ["channels", _, "typing"]
+            | ["channels", _, "messages", ..]
+            | ["channels", _]
+            | ["users", "@me", ..]
+            | ["gateway", "bot"],
+            _,
+        ) => error(405, 0, "405: Method Not Allowed"),
         _ => not_found(),
     };
     with_bucket_headers(response)
@@ -315,20 +321,20 @@ fn channel_object(state: &State, channel: &str) -> Option<Value> {
     let info = state.dir.channels.get(&id)?;
     Some(match (&info.recipient, info.guild_id) {
         (Some((user_id, name)), _) => objects::dm_channel(id, &objects::user(*user_id, name)),
-        (None, Some(guild_id)) => objects::text_channel(
-            id,
-            guild_id,
-            info.name.as_deref().unwrap_or(""),
-            0,
-            true,
-        ),
+        (None, Some(guild_id)) => {
+            objects::text_channel(id, guild_id, info.name.as_deref().unwrap_or(""), 0, true)
+        }
         (None, None) => return None,
     })
 }
 
 fn open_dm(state: &mut State, body: &Body) -> Response {
     let Some(user_id) = as_id(body.json.as_ref().and_then(|j| j.get("recipient_id"))) else {
-        return invalid_form("recipient_id", "BASE_TYPE_REQUIRED", "This field is required");
+        return invalid_form(
+            "recipient_id",
+            "BASE_TYPE_REQUIRED",
+            "This field is required",
+        );
     };
     let name = state
         .dir
@@ -431,7 +437,14 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
         attachments,
         flags,
     );
-    for field in ["embeds", "components", "tts", "nonce", "sticker_items", "poll"] {
+    for field in [
+        "embeds",
+        "components",
+        "tts",
+        "nonce",
+        "sticker_items",
+        "poll",
+    ] {
         if let Some(value) = json.get(field).filter(|v| !v.is_null()) {
             object[field] = value.clone();
         }
@@ -445,19 +458,28 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
         object["referenced_message"] = Value::Null;
         object["type"] = json!(19);
     }
-    state.dir.messages.entry(channel_id).or_default().push(BotMessage {
-        id: Snowflake::new(id),
-        channel_id: Snowflake::new(channel_id),
-        content,
-        edits: 0,
-        object: object.clone(),
-    });
+    state
+        .dir
+        .messages
+        .entry(channel_id)
+        .or_default()
+        .push(BotMessage {
+            id: Snowflake::new(id),
+            channel_id: Snowflake::new(channel_id),
+            content,
+            edits: 0,
+            object: object.clone(),
+        });
     // Discord echoes the bot's own message on the gateway, too.
     state.dispatch(&shared.config, "MESSAGE_CREATE", &object);
     Response::json(200, &object)
 }
 
-fn find_message<'a>(state: &'a mut State, channel: &str, message: &str) -> Option<&'a mut BotMessage> {
+fn find_message<'a>(
+    state: &'a mut State,
+    channel: &str,
+    message: &str,
+) -> Option<&'a mut BotMessage> {
     let channel_id = parse_id(channel)?;
     let message_id = Snowflake::new(parse_id(message)?);
     state
@@ -510,7 +532,10 @@ pub(crate) fn attachment(shared: &Shared, request: &Request) -> Response {
         .nth(2)
         .and_then(parse_id);
     let mut state = shared.lock();
-    let response = match (request.method.as_str(), id.and_then(|id| state.dir.files.get(&id))) {
+    let response = match (
+        request.method.as_str(),
+        id.and_then(|id| state.dir.files.get(&id)),
+    ) {
         ("GET", Some(file)) => {
             Response::bytes(200, &file.content_type, file.bytes.as_ref().clone())
         }

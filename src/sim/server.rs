@@ -38,7 +38,11 @@ pub(crate) fn spawn(
         })
 }
 
-async fn accept_loop(executor: &LocalExecutor<'static>, shared: Arc<Shared>, listener: TcpListener) {
+async fn accept_loop(
+    executor: &LocalExecutor<'static>,
+    shared: Arc<Shared>,
+    listener: TcpListener,
+) {
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
@@ -71,7 +75,8 @@ async fn serve_tcp(shared: Arc<Shared>, stream: TcpStream) {
             Err(err) => {
                 log::debug!("sim: bad HTTP request: {err}");
                 if let Some(status) = err.status {
-                    let response = Response::json(status, &json!({"message": err.message, "code": 0}));
+                    let response =
+                        Response::json(status, &json!({"message": err.message, "code": 0}));
                     let _ = conn.write_response(&response, false).await;
                 }
                 return;

@@ -152,7 +152,9 @@ impl Shared {
     /// The state. A panic elsewhere while holding the lock would be a bug
     /// in the simulator; the data is still usable, so carry on.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub(crate) fn gateway_url(&self) -> String {
@@ -326,7 +328,12 @@ impl State {
 
     /// Sequences `event` into session `session_id`, sends it if a
     /// connection serves the session, and reports it.
-    pub(crate) fn push_to_session(&mut self, session_id: &str, event: &str, d: &Value) -> Option<u64> {
+    pub(crate) fn push_to_session(
+        &mut self,
+        session_id: &str,
+        event: &str,
+        d: &Value,
+    ) -> Option<u64> {
         let session = self.sessions.get_mut(session_id)?;
         let (seq, frame) = session.push(event, raw(d));
         if let Some(conn) = session.conn {
@@ -360,17 +367,16 @@ impl State {
             .filter(|s| {
                 let [shard_id, count] = s.shard;
                 match guild {
-                    Some(g) => crate::protocol::shard_for_guild(
-                        crate::protocol::Snowflake::new(g),
-                        count,
-                    ) == shard_id,
+                    Some(g) => {
+                        crate::protocol::shard_for_guild(crate::protocol::Snowflake::new(g), count)
+                            == shard_id
+                    }
                     None => shard_id == 0,
                 }
             })
             .map(|s| {
-                let strip = is_message
-                    && guild.is_some()
-                    && !s.intents.contains(Intents::MESSAGE_CONTENT);
+                let strip =
+                    is_message && guild.is_some() && !s.intents.contains(Intents::MESSAGE_CONTENT);
                 (s.id.clone(), strip)
             })
             .collect();
@@ -410,8 +416,14 @@ mod tests {
 
     #[test]
     fn intents_follow_the_event_and_its_place() {
-        assert_eq!(needed_intent("MESSAGE_CREATE", false), Some(Intents::DIRECT_MESSAGES));
-        assert_eq!(needed_intent("MESSAGE_CREATE", true), Some(Intents::GUILD_MESSAGES));
+        assert_eq!(
+            needed_intent("MESSAGE_CREATE", false),
+            Some(Intents::DIRECT_MESSAGES)
+        );
+        assert_eq!(
+            needed_intent("MESSAGE_CREATE", true),
+            Some(Intents::GUILD_MESSAGES)
+        );
         assert_eq!(needed_intent("CHANNEL_UPDATE", true), Some(Intents::GUILDS));
         assert_eq!(needed_intent("GUILD_CREATE", true), Some(Intents::GUILDS));
         assert_eq!(needed_intent("SOME_FUTURE_EVENT", false), None);
@@ -429,7 +441,10 @@ mod tests {
 
     #[test]
     fn guild_of_reads_guild_id_or_the_guild_itself() {
-        assert_eq!(guild_of("MESSAGE_CREATE", &json!({"guild_id":"7"})), Some(7));
+        assert_eq!(
+            guild_of("MESSAGE_CREATE", &json!({"guild_id":"7"})),
+            Some(7)
+        );
         assert_eq!(guild_of("GUILD_CREATE", &json!({"id":"8"})), Some(8));
         assert_eq!(guild_of("MESSAGE_CREATE", &json!({"id":"8"})), None);
     }

@@ -129,7 +129,7 @@ pub struct ConnStats {
     pub server_close_code: Option<u16>,
     /// How it ended; `None` while open.
     pub ended: Option<ConnEnd>,
-    /// When it ended.
+    /// When its end began: close frame sent or received, or TCP gone.
     pub closed_at_ms: Option<f64>,
 }
 
@@ -198,6 +198,18 @@ impl StatsBook {
     /// so search from the back.
     pub(crate) fn conn(&mut self, id: u64) -> Option<&mut ConnStats> {
         self.conns.iter_mut().rev().find(|c| c.id == id)
+    }
+
+    /// Records how connection `id` ended; the first account wins (a server
+    /// close stays a server close when the client's echo comes back).
+    pub(crate) fn end(&mut self, id: u64, end: ConnEnd, at: Instant) {
+        let at_ms = self.ms(at);
+        if let Some(conn) = self.conn(id) {
+            if conn.ended.is_none() {
+                conn.ended = Some(end);
+                conn.closed_at_ms = Some(at_ms);
+            }
+        }
     }
 
     /// Records a heartbeat that arrived `gap` after the previous one.

@@ -94,9 +94,12 @@ impl Client {
             .await
             .expect("TCP connect");
         let url = format!("ws://{addr}{path_and_query}");
-        let (ws, _) = within("websocket handshake", async_tungstenite::client_async(url, tcp))
-            .await
-            .expect("websocket handshake");
+        let (ws, _) = within(
+            "websocket handshake",
+            async_tungstenite::client_async(url, tcp),
+        )
+        .await
+        .expect("websocket handshake");
         let mode = if path_and_query.contains("compress=zlib-stream") {
             Inflate::Stream
         } else {
@@ -156,7 +159,8 @@ impl Client {
 
     /// Sends Identify with `fields` merged over default properties.
     pub async fn identify_with(&mut self, fields: Value) {
-        let mut d = json!({"properties": {"os": "linux", "browser": "sim-test", "device": "sim-test"}});
+        let mut d =
+            json!({"properties": {"os": "linux", "browser": "sim-test", "device": "sim-test"}});
         if let (Some(d), Some(fields)) = (d.as_object_mut(), fields.as_object()) {
             for (k, v) in fields {
                 d.insert(k.clone(), v.clone());
@@ -339,8 +343,12 @@ impl Reply {
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("reply is not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "reply is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 }
 
@@ -369,8 +377,16 @@ impl Http {
     }
 
     /// Sends a request; `auth` adds `Authorization: Bot <default token>`.
-    pub async fn request(&mut self, method: &str, path: &str, auth: bool, json: Option<&Value>) -> Reply {
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: sim\r\nUser-Agent: DiscordBot (test, 1)\r\n");
+    pub async fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: bool,
+        json: Option<&Value>,
+    ) -> Reply {
+        let mut head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: sim\r\nUser-Agent: DiscordBot (test, 1)\r\n"
+        );
         if auth {
             head.push_str(&format!("Authorization: Bot {DEFAULT_SIM_TOKEN}\r\n"));
         }
@@ -434,6 +450,15 @@ impl Http {
 }
 
 /// One request on a fresh connection.
-pub async fn http(sim: &Simulator, method: &str, path: &str, auth: bool, json: Option<&Value>) -> Reply {
-    Http::connect(sim).await.request(method, path, auth, json).await
+pub async fn http(
+    sim: &Simulator,
+    method: &str,
+    path: &str,
+    auth: bool,
+    json: Option<&Value>,
+) -> Reply {
+    Http::connect(sim)
+        .await
+        .request(method, path, auth, json)
+        .await
 }
