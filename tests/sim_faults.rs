@@ -310,3 +310,29 @@ fn a_stalled_client_shows_up_as_a_late_beat_then_4009() {
         assert_eq!(conn.server_close_code, Some(4009));
     });
 }
+
+#[test]
+fn absurd_fault_durations_do_not_break_the_simulator() {
+    run(async {
+        let sim = sim();
+        let (_stalled, _) = identified(&sim).await;
+        for body in [
+            json!({"kind": "stall", "ms": u64::MAX}),
+            json!({"kind": "delay", "ms": u64::MAX}),
+        ] {
+            let reply = http(&sim, "POST", "/control/fault", false, Some(&body)).await;
+            assert_eq!(reply.status, 200, "{body}");
+        }
+        // A huge chunk size is refused, not added up.
+        let mut conn = Http::connect(&sim).await;
+        conn.send_raw(
+            b"POST /api/v10/gateway HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n",
+        )
+        .await;
+        assert_eq!(conn.read_reply().await.status, 413);
+        // New connections are served normally.
+        let (mut client, _) = identified(&sim).await;
+        client.heartbeat().await;
+        client.expect_op(11).await;
+    });
+}

@@ -151,7 +151,7 @@ pub async fn next_matching(
     timeout: Duration,
     mut pred: impl FnMut(&SimEvent) -> bool,
 ) -> Option<SimEvent> {
-    let deadline = Instant::now() + timeout;
+    let deadline = super::clock::later(Instant::now(), timeout);
     let search = async {
         while let Ok(event) = rx.recv().await {
             if pred(&event) {

@@ -5,6 +5,7 @@
 //! from an ordered queue, delayed and compressed as asked) in one task.
 //! Identify and Resume live in [`super::identify`].
 
+use super::clock::{later, scaled};
 use super::events::SimEvent;
 use super::faults::Fault;
 use super::http::{HttpConn, Request, Response};
@@ -154,7 +155,7 @@ async fn run(
     );
     let interval = shared.config.heartbeat_interval;
     let mut reader = Reader {
-        deadline_after: interval.mul_f64(shared.config.heartbeat_grace.max(0.0)),
+        deadline_after: scaled(interval, shared.config.heartbeat_grace),
         shared,
         id,
         tcp,
@@ -372,7 +373,9 @@ impl Reader {
         let _ = self.tcp.shutdown(std::net::Shutdown::Both);
         self.end = Some(ConnEnd::ServerDrop);
         let mut state = self.shared.lock();
-        state.stats.end(self.id, ConnEnd::ServerDrop, Instant::now());
+        state
+            .stats
+            .end(self.id, ConnEnd::ServerDrop, Instant::now());
         state.emit(SimEvent::ClosedByServer {
             conn: self.id,
             code: None,
@@ -398,7 +401,7 @@ impl Reader {
                 None => match self.stall_until {
                     Some(until) => until,
                     None => {
-                        let due = self.deadline_base + self.deadline_after;
+                        let due = later(self.deadline_base, self.deadline_after);
                         if now >= due {
                             let waited = now.saturating_duration_since(self.deadline_base);
                             self.close(
@@ -476,7 +479,7 @@ impl Reader {
                 self.send(Frame::new(OpCode::Heartbeat, None, None, None).to_json())
             }
             Fault::Stall(duration) => {
-                let until = Instant::now() + duration;
+                let until = later(Instant::now(), duration);
                 self.stall_until = Some(self.stall_until.map_or(until, |u| u.max(until)));
             }
             Fault::Malformed => {

@@ -289,7 +289,7 @@ impl HttpConn {
                 while !self.read_line().await?.is_empty() {}
                 return Ok(body);
             }
-            if body.len() + size > MAX_BODY {
+            if size > MAX_BODY.saturating_sub(body.len()) {
                 return Err(HttpError::bad(413, "request body is larger than 26 MiB"));
             }
             body.extend(self.read_exact_body(size).await?);

@@ -70,6 +70,7 @@
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
 
+mod clock;
 mod config;
 mod control;
 mod events;

@@ -4,6 +4,7 @@
 //! a test's thread and the simulator's own thread never wait on each other
 //! for long.
 
+use super::clock::later;
 use super::config::{SimConfig, SimGuild};
 use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
@@ -57,7 +58,7 @@ impl ConnEntry {
         // session's replay buffer still has every dispatch.
         let _ = self.out.try_send(Out::Text {
             text,
-            not_before: Instant::now() + self.delay,
+            not_before: later(Instant::now(), self.delay),
         });
     }
 
@@ -65,7 +66,7 @@ impl ConnEntry {
         let _ = self.out.try_send(Out::Close {
             code,
             reason: reason.to_owned(),
-            not_before: Instant::now() + self.delay,
+            not_before: later(Instant::now(), self.delay),
         });
     }
 }

@@ -8,6 +8,7 @@
 //! 4009), the worst gap, identify/resume counts and how the connection
 //! ended. Times are milliseconds since the simulator started.
 
+use super::clock::scaled;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -153,8 +154,8 @@ impl StatsBook {
         StatsBook {
             started,
             interval,
-            late_after: interval.mul_f64(1.0 + late_tolerance.max(0.0)),
-            deadline: interval.mul_f64(grace.max(0.0)),
+            late_after: scaled(interval, 1.0 + late_tolerance.max(0.0)),
+            deadline: scaled(interval, grace),
             totals: Totals::default(),
             conns: VecDeque::new(),
         }
