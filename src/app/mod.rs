@@ -3,6 +3,8 @@
 
 mod logging;
 mod signals;
+#[cfg(feature = "sim")]
+mod sim;
 mod status;
 
 pub use logging::init_logging;
@@ -65,6 +67,11 @@ pub fn main(command: Command) -> ExitCode {
     let result = smol::block_on(async {
         match command {
             Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            #[cfg(feature = "sim")]
+            Command::Sim {
+                listen,
+                heartbeat_ms,
+            } => sim::run(listen, heartbeat_ms).await,
             other => Err(format!("`{other:?}` is not available in this build yet")),
         }
     });
