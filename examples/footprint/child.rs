@@ -3,6 +3,7 @@
 //! burst of MESSAGE_CREATE events, and how it takes SIGTERM.
 
 use crate::procfs::{self, Status, Switches};
+use crate::shard_client::BlockOn;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ pub enum Client {
     /// `smolcord run` (the bridge) from this binary path.
     Bridge(PathBuf),
     /// `footprint --shard-client` (the library's shard alone).
-    ShardOnly(PathBuf),
+    ShardOnly(PathBuf, BlockOn),
 }
 
 /// What to do.
@@ -72,12 +73,22 @@ impl Drop for Guard {
 /// threads to exit (they linger 0.5 s) and a status write to finish.
 const SETTLE: Duration = Duration::from_secs(3);
 
-fn wait_event(sim: &Simulator, timeout: Duration, what: &str, pred: impl FnMut(&SimEvent) -> bool) -> Result<SimEvent, String> {
-    smol::block_on(sim.wait_for(timeout, pred)).ok_or_else(|| format!("no {what} within {timeout:?}"))
+fn wait_event(
+    sim: &Simulator,
+    timeout: Duration,
+    what: &str,
+    pred: impl FnMut(&SimEvent) -> bool,
+) -> Result<SimEvent, String> {
+    smol::block_on(sim.wait_for(timeout, pred))
+        .ok_or_else(|| format!("no {what} within {timeout:?}"))
 }
 
 fn beats_of(sim: &Simulator, conn: u64) -> u64 {
-    sim.stats().connections.iter().find(|c| c.id == conn).map_or(0, |c| c.heartbeats)
+    sim.stats()
+        .connections
+        .iter()
+        .find(|c| c.id == conn)
+        .map_or(0, |c| c.heartbeats)
 }
 
 fn tail(path: &std::path::Path) -> String {
@@ -104,9 +115,14 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
             c.arg("run");
             c
         }
-        Client::ShardOnly(path) => {
+        Client::ShardOnly(path, block_on) => {
             let mut c = Command::new(path);
-            c.args(["--shard-client", &sim.gateway_url()]);
+            c.args([
+                "--shard-client",
+                &sim.gateway_url(),
+                "--block-on",
+                block_on.name(),
+            ]);
             c
         }
     };
@@ -121,23 +137,33 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(log_err);
-    let child = command.spawn().map_err(|e| format!("cannot start the client: {e}"))?;
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot start the client: {e}"))?;
     let pid = child.id();
     let mut child = Guard(child);
 
-    let ready = wait_event(&sim, Duration::from_secs(30), "READY", |e| matches!(e, SimEvent::Identified { .. }));
+    let ready = wait_event(&sim, Duration::from_secs(30), "READY", |e| {
+        matches!(e, SimEvent::Identified { .. })
+    });
     let conn = match ready {
         Ok(SimEvent::Identified { conn, .. }) => conn,
         Ok(other) => return Err(format!("expected READY, got {other:?}")),
         Err(err) => {
             let exited = child.0.try_wait().ok().flatten();
-            return Err(format!("{err} (client exit: {exited:?}); its log:\n{}", tail(&log)));
+            return Err(format!(
+                "{err} (client exit: {exited:?}); its log:\n{}",
+                tail(&log)
+            ));
         }
     };
     // The first beat is jittered over one interval.
-    wait_event(&sim, plan.heartbeat + Duration::from_secs(10), "first heartbeat", |e| {
-        matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn)
-    })?;
+    wait_event(
+        &sim,
+        plan.heartbeat + Duration::from_secs(10),
+        "first heartbeat",
+        |e| matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn),
+    )?;
     std::thread::sleep(SETTLE);
     let idle = procfs::status(pid).map_err(|e| e.to_string())?;
     let idle_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
@@ -162,14 +188,20 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         if plan.from_self {
             sim.send_dm(bot, &sim.config().bot_name, "a message the bot itself sent");
         } else {
-            sim.send_dm(900_000_000_000_000_000 + (i % 7), "someone", "hey, are you there?");
+            sim.send_dm(
+                900_000_000_000_000_000 + (i % 7),
+                "someone",
+                "hey, are you there?",
+            );
         }
     }
     let beats = sim.subscribe();
     sim.fault(Fault::RequestHeartbeat);
-    smol::block_on(smolcord::sim::next_matching(&beats, Duration::from_secs(120), |e| {
-        matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn)
-    }))
+    smol::block_on(smolcord::sim::next_matching(
+        &beats,
+        Duration::from_secs(120),
+        |e| matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn),
+    ))
     .ok_or("the client did not answer the heartbeat request after the burst within 120 s")?;
     drop(beats);
     let events_elapsed = events_started.elapsed();
@@ -179,8 +211,11 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
 
     // SIGTERM: drain and exit 0 within a few seconds.
     let stop_started = Instant::now();
-    rustix::process::kill_process(rustix::process::Pid::from_child(&child.0), rustix::process::Signal::TERM)
-        .map_err(|e| format!("SIGTERM: {e}"))?;
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child.0),
+        rustix::process::Signal::TERM,
+    )
+    .map_err(|e| format!("SIGTERM: {e}"))?;
     let mut exit = None;
     while stop_started.elapsed() < Duration::from_secs(10) {
         if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {

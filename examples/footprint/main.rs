@@ -13,7 +13,7 @@
 //!
 //! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
 //! `--minimal PATH`, `--window-secs N` (60), `--heartbeat-ms N` (41250),
-//! `--events N` (10000), `--rounds N` (3, throughput), `--from stranger`
+//! `--events N` (10000), `--rounds N` (5, throughput), `--from stranger`
 //! (inject DMs from a user instead of the bot's own messages), `--skip
 //! sizes,throughput,shard,bridge`.
 //!
@@ -31,6 +31,7 @@ mod shard_client;
 mod throughput;
 
 use child::{Client, Plan, Report};
+use shard_client::BlockOn;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -43,6 +44,7 @@ struct Args {
     rounds: u32,
     skip: Vec<String>,
     shard_client: Option<String>,
+    block_on: BlockOn,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -56,9 +58,10 @@ fn parse() -> Result<Args, lexopt::Error> {
             events: 10_000,
             from_self: true,
         },
-        rounds: 3,
+        rounds: 5,
         skip: Vec::new(),
         shard_client: None,
+        block_on: BlockOn::AsyncIo,
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -66,7 +69,9 @@ fn parse() -> Result<Args, lexopt::Error> {
             Long("smolcord") => args.smolcord = Some(parser.value()?.into()),
             Long("minimal") => args.minimal = Some(parser.value()?.into()),
             Long("window-secs") => args.plan.window = Duration::from_secs(parser.value()?.parse()?),
-            Long("heartbeat-ms") => args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?),
+            Long("heartbeat-ms") => {
+                args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?)
+            }
             Long("events") => args.plan.events = parser.value()?.parse()?,
             Long("rounds") => args.rounds = parser.value()?.parse()?,
             Long("from") => {
@@ -77,9 +82,19 @@ fn parse() -> Result<Args, lexopt::Error> {
                 }
             }
             Long("skip") => {
-                args.skip = parser.value()?.string()?.split(',').map(str::to_owned).collect();
+                args.skip = parser
+                    .value()?
+                    .string()?
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect();
             }
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
+            Long("block-on") => {
+                let name = parser.value()?.string()?;
+                args.block_on = BlockOn::parse(&name)
+                    .ok_or_else(|| format!("--block-on async-io|futures-lite, not `{name}`"))?;
+            }
             _ => return Err(arg.unexpected()),
         }
     }
@@ -139,15 +154,20 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: Option<f64>) 
         .map(|(name, n)| format!("{name} {n}"))
         .collect();
     println!(
-        "  idle wake-ups:     {per_min:.1}/min ({} voluntary switches in {:.1} s: {}; {} preemptions; {} threads seen; {} heartbeats at {} ms) (goal ≤ 4/min: {})",
+        "  idle wake-ups:     {per_min:.1}/min (goal ≤ 4/min: {}): {} voluntary switches in {:.1} s ({}), {} heartbeats at {} ms{}; {} preemptions; {} threads seen",
+        verdict(per_min <= 4.0),
         report.wakeups,
         report.window.as_secs_f64(),
         by_thread.join(", "),
-        report.preemptions,
-        report.threads_seen,
         report.beats_in_window,
         plan.heartbeat.as_millis(),
-        verdict(per_min <= 4.0)
+        if report.beats_in_window > 0 {
+            format!(" ≈ {:.1} per heartbeat", report.wakeups as f64 / report.beats_in_window as f64)
+        } else {
+            String::new()
+        },
+        report.preemptions,
+        report.threads_seen,
     );
     println!(
         "  after {} events:  RSS {}, peak {}, {} threads: {} (read in {:.2} s)",
@@ -163,7 +183,10 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: Option<f64>) 
         Some(status) => status.to_string(),
         None => "still running after 10 s (killed)".to_owned(),
     };
-    println!("  SIGTERM:           {exit} after {:.2} s   [{name}]", took.as_secs_f64());
+    println!(
+        "  SIGTERM:           {exit} after {:.2} s   [{name}]",
+        took.as_secs_f64()
+    );
 }
 
 fn main() {
@@ -176,7 +199,7 @@ fn main() {
     };
     if let Some(url) = args.shard_client {
         env_logger::init();
-        if let Err(err) = shard_client::run(url) {
+        if let Err(err) = shard_client::run(url, args.block_on) {
             eprintln!("footprint shard client: {err}");
             std::process::exit(1);
         }
@@ -196,19 +219,31 @@ fn main() {
         size("default", &smolcord, 3.0);
         match &args.minimal {
             Some(path) => size("minimal", path, 2.0),
-            None => println!("  minimal  not measured: pass --minimal PATH (a --no-default-features build)"),
+            None => println!(
+                "  minimal  not measured: pass --minimal PATH (a --no-default-features build)"
+            ),
         }
     }
 
     if !skip("throughput") {
         println!("dispatch throughput (MESSAGE_CREATE decoded and handed over, in process, median of {})", args.rounds);
-        for compress in [false, true] {
+        for (compress, block_on) in [
+            (false, BlockOn::AsyncIo),
+            (true, BlockOn::AsyncIo),
+            (false, BlockOn::FuturesLite),
+            (true, BlockOn::FuturesLite),
+        ] {
+            let label = format!(
+                "zlib-stream {}, {:<12} block_on",
+                if compress { "on " } else { "off" },
+                block_on.name()
+            );
             let mut rates = Vec::new();
             for _ in 0..args.rounds.max(1) {
-                match throughput::measure(args.plan.events, compress) {
+                match throughput::measure(args.plan.events, compress, block_on) {
                     Ok(rate) => rates.push(rate.per_sec()),
                     Err(err) => {
-                        println!("  zlib-stream {}: failed: {err}", if compress { "on " } else { "off" });
+                        println!("  {label}: failed: {err}");
                         break;
                     }
                 }
@@ -217,8 +252,7 @@ fn main() {
             if let Some(median) = rates.get(rates.len() / 2) {
                 let all: Vec<String> = rates.iter().map(|r| format!("{r:.0}")).collect();
                 println!(
-                    "  zlib-stream {}: {median:>9.0} events/s  ({} events; rounds: {})",
-                    if compress { "on " } else { "off" },
+                    "  {label}: {median:>9.0} events/s  ({} events; rounds: {})",
                     args.plan.events,
                     all.join(", ")
                 );
@@ -227,17 +261,29 @@ fn main() {
     }
 
     if !skip("shard") {
-        println!("shard-only client (the library's gateway client alone, this example as the child)");
-        match child::measure(&Client::ShardOnly(me.clone()), &args.plan) {
-            Ok(report) => print_child("exit by signal is expected here", &args.plan, &report, None),
-            Err(err) => println!("  failed: {err}"),
+        for block_on in [BlockOn::AsyncIo, BlockOn::FuturesLite] {
+            println!(
+                "shard-only client (the library's gateway client alone; this example as the child; {} block_on)",
+                block_on.name()
+            );
+            match child::measure(&Client::ShardOnly(me.clone(), block_on), &args.plan) {
+                Ok(report) => {
+                    print_child("exit by signal is expected here", &args.plan, &report, None)
+                }
+                Err(err) => println!("  failed: {err}"),
+            }
         }
     }
 
     if !skip("bridge") {
         println!("smolcord run (the bridge: {})", smolcord.display());
         match child::measure(&Client::Bridge(smolcord.clone()), &args.plan) {
-            Ok(report) => print_child("want exit 0 within a few seconds", &args.plan, &report, Some(3.5)),
+            Ok(report) => print_child(
+                "want exit 0 within a few seconds",
+                &args.plan,
+                &report,
+                Some(3.5),
+            ),
             Err(err) => println!("  not measured: {err}"),
         }
         // TODO(bridge): peak RSS during a run with 8 concurrent subprocesses

@@ -39,7 +39,10 @@ pub fn status(pid: u32) -> io::Result<Status> {
     let text = std::fs::read_to_string(&path)?;
     let get = |name| {
         field(&text, name).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, format!("{path}: no {name} field"))
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{path}: no {name} field"),
+            )
         })
     };
     Ok(Status {
@@ -85,7 +88,13 @@ pub fn thread_names(threads: &BTreeMap<u32, Thread>) -> String {
     }
     counts
         .into_iter()
-        .map(|(name, n)| if n == 1 { name.to_owned() } else { format!("{name} ×{n}") })
+        .map(|(name, n)| {
+            if n == 1 {
+                name.to_owned()
+            } else {
+                format!("{name} ×{n}")
+            }
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -126,7 +135,8 @@ impl Switches {
         let mut by_name = BTreeMap::new();
         for (tid, last) in &self.last {
             let first = self.first.get(tid).map_or(0, |t| t.voluntary);
-            *by_name.entry(last.name.clone()).or_default() += last.voluntary - first.min(last.voluntary);
+            *by_name.entry(last.name.clone()).or_default() +=
+                last.voluntary - first.min(last.voluntary);
         }
         by_name
     }
@@ -141,7 +151,12 @@ impl Switches {
         self.last
             .iter()
             .map(|(tid, last)| {
-                last.nonvoluntary - self.first.get(tid).map_or(0, |t| t.nonvoluntary).min(last.nonvoluntary)
+                last.nonvoluntary
+                    - self
+                        .first
+                        .get(tid)
+                        .map_or(0, |t| t.nonvoluntary)
+                        .min(last.nonvoluntary)
             })
             .sum()
     }

@@ -7,6 +7,7 @@
 //! sequence check, channel hand-over, `Message` decode), not the rate the
 //! simulator can produce them at.
 
+use crate::shard_client::BlockOn;
 use smolcord::protocol::{Intents, Message};
 use smolcord::shard::{Shard, ShardConfig, ShardEvent, ShardHandle};
 use smolcord::sim::{SimConfig, Simulator, DEFAULT_SIM_TOKEN};
@@ -41,7 +42,10 @@ async fn next_message(handle: &ShardHandle) -> Result<bool, String> {
     }
 }
 
-async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+async fn bounded<T>(
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
     futures_lite::future::or(fut, async {
         async_io::Timer::after(BOUND).await;
         Err(format!("{what}: no result within {BOUND:?}"))
@@ -50,8 +54,8 @@ async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = Result<T,
 }
 
 /// Drains `events` MESSAGE_CREATEs through one shard, `compress` choosing
-/// zlib-stream.
-pub fn measure(events: u64, compress: bool) -> Result<Rate, String> {
+/// zlib-stream, the executor driven by `block_on`.
+pub fn measure(events: u64, compress: bool, block_on: BlockOn) -> Result<Rate, String> {
     let sim = Simulator::start(SimConfig::default()).map_err(|e| e.to_string())?;
     let token = Token::new(DEFAULT_SIM_TOKEN).ok_or("the simulator token is blank")?;
     let mut config = ShardConfig::new(token, Intents::DIRECT_MESSAGES);
@@ -61,7 +65,7 @@ pub fn measure(events: u64, compress: bool) -> Result<Rate, String> {
     let ex = smol::LocalExecutor::new();
     let driver = ex.spawn(shard.run());
 
-    smol::block_on(ex.run(bounded("READY", async {
+    block_on.run(ex.run(bounded("READY", async {
         loop {
             match handle.next_event().await.map_err(|e| e.to_string())? {
                 ShardEvent::Dispatch(d) if d.name == "READY" => return Ok(()),
@@ -75,13 +79,17 @@ pub fn measure(events: u64, compress: bool) -> Result<Rate, String> {
     for i in 0..events {
         // A realistic DM: a sentence, from a user (not the bot).
         let author = 900_000_000_000_000_000 + (i % 7);
-        sim.send_dm(author, "someone", "hey, can you summarise the last build log for me?");
+        sim.send_dm(
+            author,
+            "someone",
+            "hey, can you summarise the last build log for me?",
+        );
         debug_assert_ne!(author, bot);
     }
 
     let started = Instant::now();
     let mut got = 0;
-    smol::block_on(ex.run(bounded("draining", async {
+    block_on.run(ex.run(bounded("draining", async {
         while got < events {
             if next_message(&handle).await? {
                 got += 1;
@@ -92,7 +100,7 @@ pub fn measure(events: u64, compress: bool) -> Result<Rate, String> {
     let elapsed = started.elapsed();
 
     handle.shutdown();
-    let _ = smol::block_on(ex.run(futures_lite::future::or(
+    smol::block_on(ex.run(futures_lite::future::or(
         async {
             let _ = driver.await;
         },
@@ -101,5 +109,8 @@ pub fn measure(events: u64, compress: bool) -> Result<Rate, String> {
         },
     )));
     sim.shutdown();
-    Ok(Rate { events: got, elapsed })
+    Ok(Rate {
+        events: got,
+        elapsed,
+    })
 }
