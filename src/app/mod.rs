@@ -1,6 +1,7 @@
 //! app: the command-line programs (`demo`, `run`, `sim`, `pair`, `status`,
 //! `failures`), one file each, on top of the library modules.
 
+mod failures;
 mod logging;
 mod signals;
 mod status;
@@ -65,6 +66,9 @@ pub fn main(command: Command) -> ExitCode {
     let result = smol::block_on(async {
         match command {
             Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            Command::Failures { last, config } => {
+                failures::run(last, config.as_deref(), &process_env).await
+            }
             other => Err(format!("`{other:?}` is not available in this build yet")),
         }
     });
