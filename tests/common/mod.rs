@@ -44,7 +44,7 @@ where
     F: FnOnce(ShardHandle, std::rc::Rc<LocalExecutor<'static>>) -> Fut,
     Fut: Future<Output = T>,
 {
-    let _ = env_logger::builder().is_test(true).try_init();
+    capture_logs();
     let ex = std::rc::Rc::new(LocalExecutor::new());
     let (shard, handle) = Shard::new(config);
     let driver = ex.spawn(smolcord::loopwatch::watch("gateway", shard.run()));
@@ -105,4 +105,37 @@ pub async fn wait_sim(
     next_matching(rx, SOON, pred)
         .await
         .unwrap_or_else(|| panic!("timed out waiting for the simulator to see {what}"))
+}
+
+static LOGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+struct CaptureLogger;
+
+impl log::Log for CaptureLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Debug
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let line = format!("{} {}: {}", record.level(), record.target(), record.args());
+            if std::env::var_os("TEST_LOG").is_some() {
+                eprintln!("{line}");
+            }
+            LOGS.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+        }
+    }
+    fn flush(&self) {}
+}
+
+/// Captures every log line of this test binary (debug and above); set
+/// `TEST_LOG=1` to see them on stderr too.
+pub fn capture_logs() {
+    if log::set_logger(&CaptureLogger).is_ok() {
+        log::set_max_level(log::LevelFilter::Debug);
+    }
+}
+
+/// Every log line captured so far.
+pub fn logs() -> Vec<String> {
+    LOGS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
