@@ -2,6 +2,7 @@
 //! `failures`), one file each, on top of the library modules.
 
 mod logging;
+mod pair;
 mod signals;
 mod status;
 
@@ -65,6 +66,9 @@ pub fn main(command: Command) -> ExitCode {
     let result = smol::block_on(async {
         match command {
             Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            Command::Pair { code, config } => {
+                pair::run(config.as_deref(), &process_env, &code).await
+            }
             other => Err(format!("`{other:?}` is not available in this build yet")),
         }
     });
