@@ -16,6 +16,8 @@ pub mod protocol;
 pub mod recorder;
 pub mod rest;
 pub mod shard;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod status;
 pub mod token;
 pub mod transport;

@@ -4,6 +4,8 @@
 mod logging;
 mod pair;
 mod signals;
+#[cfg(feature = "sim")]
+mod sim;
 mod status;
 
 pub use logging::init_logging;
@@ -69,6 +71,11 @@ pub fn main(command: Command) -> ExitCode {
             Command::Pair { code, config } => {
                 pair::run(config.as_deref(), &process_env, &code).await
             }
+            #[cfg(feature = "sim")]
+            Command::Sim {
+                listen,
+                heartbeat_ms,
+            } => sim::run(listen, heartbeat_ms).await,
             other => Err(format!("`{other:?}` is not available in this build yet")),
         }
     });

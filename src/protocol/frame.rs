@@ -55,6 +55,14 @@ impl Frame {
     /// Reads the envelope of one gateway frame. Only the structure is
     /// checked; `d` is kept as raw JSON.
     pub fn decode(text: &[u8]) -> Result<Frame, DecodeError> {
+        // serde would also read a struct from a JSON array (`[1,2]` as op 1).
+        if text.trim_ascii_start().first() != Some(&b'{') {
+            return Err(DecodeError::new(
+                "malformed gateway frame",
+                "expected a JSON object",
+                text,
+            ));
+        }
         serde_json::from_slice(text)
             .map_err(|err| DecodeError::new("malformed gateway frame", err, text))
     }
@@ -160,6 +168,8 @@ mod tests {
             b"{",
             b"null",
             b"[]",
+            b"[1,2]",
+            b" [1,null,null,null]",
             b"{\"d\":1}",
             b"{\"op\":\"ten\"}",
             b"{\"op\":300}",

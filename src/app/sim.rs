@@ -1,0 +1,41 @@
+//! `smolcord sim`: serve the gateway simulator until SIGINT/SIGTERM.
+
+use super::signals::{shutdown_signals, SignalRequest};
+use crate::sim::{SimConfig, Simulator, DEFAULT_SIM_TOKEN};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Starts the simulator on `listen` (default 127.0.0.1:0), prints its URLs
+/// and serves until a stop signal.
+pub async fn run(
+    listen: Option<SocketAddr>,
+    heartbeat_ms: Option<u64>,
+) -> Result<ExitCode, String> {
+    let mut config = SimConfig::default();
+    if let Some(listen) = listen {
+        config.listen = listen;
+    }
+    if let Some(ms) = heartbeat_ms {
+        if ms == 0 {
+            return Err("--heartbeat-ms must be at least 1".into());
+        }
+        config.heartbeat_interval = Duration::from_millis(ms);
+    }
+    let mut signals = shutdown_signals().map_err(|e| format!("cannot listen for signals: {e}"))?;
+    let sim = Simulator::start(config).map_err(|e| e.to_string())?;
+    println!("smolcord gateway simulator");
+    println!("  gateway  {}", sim.gateway_url());
+    println!("  REST     {}", sim.api_base());
+    println!("  control  {}", sim.control_url());
+    println!("  token    {DEFAULT_SIM_TOKEN}");
+    println!(
+        "  try: DISCORD_TOKEN={DEFAULT_SIM_TOKEN} SMOLCORD_GATEWAY_URL={} SMOLCORD_API_BASE={} smolcord run",
+        sim.gateway_url(),
+        sim.api_base()
+    );
+    while signals.next().await != SignalRequest::Stop {}
+    log::info!("stopping the simulator");
+    sim.shutdown();
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,260 @@
+//! Fault injection: gateway misbehaviour (applied to every live connection)
+//! and REST failures (for the next N matching requests), with their JSON
+//! forms for the control API.
+
+use serde_json::Value;
+use std::time::Duration;
+
+/// A gateway fault. [`Simulator::fault`](super::Simulator::fault) applies it
+/// to every live connection at that moment (connections opened later are
+/// not affected) and returns how many it reached.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Withhold the ACKs of the next n heartbeats (a zombie connection).
+    DropAcks(u32),
+    /// Close with this code. Like Discord, codes other than 4000-4003,
+    /// 4005, 4008 end the session too (see `CloseCode::action`).
+    Close(u16),
+    /// Drop TCP without a close frame (the session stays resumable).
+    DropTcp,
+    /// Send op 7 Reconnect (the client should close and resume).
+    Reconnect,
+    /// Send op 9 with this `d`. `false` also ends the session; either way
+    /// the connection must Identify or Resume again.
+    InvalidSession(bool),
+    /// Send op 1: ask the client for a heartbeat now.
+    RequestHeartbeat,
+    /// Stop reading from the socket for this long: heartbeats pile up
+    /// unanswered in the kernel buffer. The 4009 clock pauses meanwhile, and
+    /// beats are timed when finally read, so the stall shows in the gaps.
+    Stall(Duration),
+    /// Send a frame that is not valid JSON.
+    Malformed,
+    /// Send a frame of `SimConfig::oversized_frame_bytes` (an unsequenced
+    /// `SIM_OVERSIZED` dispatch).
+    Oversized,
+    /// Hold back every later server frame by this long (zero clears it).
+    Delay(Duration),
+}
+
+/// What a faulty REST answer looks like.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RestFaultKind {
+    /// 429 with `retry_after` seconds (JSON body, `Retry-After` and
+    /// `X-RateLimit-*` headers); `global` sets `X-RateLimit-Global`.
+    RateLimited {
+        /// Seconds to wait.
+        retry_after: f64,
+        /// A global (not per-route) limit.
+        global: bool,
+    },
+    /// 403 `{"code": 50007, "message": "Cannot send messages to this user"}`.
+    Forbidden,
+    /// A 5xx status with a JSON error body.
+    ServerError(u16),
+}
+
+/// A REST fault for the next `count` requests whose path starts with
+/// `path_prefix` (all `/api/...` requests when `None`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestFault {
+    /// The answer.
+    pub kind: RestFaultKind,
+    /// How many requests get it.
+    pub count: u32,
+    /// Only requests under this path (e.g. `/api/v10/channels`).
+    pub path_prefix: Option<String>,
+}
+
+impl RestFault {
+    /// `count` 429s with `retry_after` seconds on every route.
+    pub fn rate_limited(count: u32, retry_after: f64) -> RestFault {
+        RestFault {
+            kind: RestFaultKind::RateLimited {
+                retry_after,
+                global: false,
+            },
+            count,
+            path_prefix: None,
+        }
+    }
+
+    /// Restricts the fault to paths starting with `prefix`.
+    pub fn on(mut self, prefix: &str) -> RestFault {
+        self.path_prefix = Some(prefix.to_owned());
+        self
+    }
+}
+
+fn field<'a>(body: &'a Value, name: &str) -> Result<&'a Value, String> {
+    body.get(name)
+        .ok_or_else(|| format!("missing field `{name}`"))
+}
+
+fn uint(body: &Value, name: &str) -> Result<u64, String> {
+    field(body, name)?
+        .as_u64()
+        .ok_or_else(|| format!("field `{name}` must be a non-negative integer"))
+}
+
+fn millis(body: &Value) -> Result<Duration, String> {
+    uint(body, "ms").map(Duration::from_millis)
+}
+
+fn kind(body: &Value) -> Result<&str, String> {
+    if !body.is_object() {
+        return Err("the body must be a JSON object".to_owned());
+    }
+    field(body, "kind")?
+        .as_str()
+        .ok_or_else(|| "field `kind` must be a string".to_owned())
+}
+
+impl Fault {
+    /// Reads the control API form, e.g. `{"kind":"drop_acks","n":2}`.
+    pub fn from_json(body: &Value) -> Result<Fault, String> {
+        Ok(match kind(body)? {
+            "drop_acks" => Fault::DropAcks(
+                u32::try_from(uint(body, "n")?).map_err(|_| "field `n` is too large")?,
+            ),
+            "close" => Fault::Close(
+                u16::try_from(uint(body, "code")?)
+                    .ok()
+                    .filter(|c| (1000..5000).contains(c))
+                    .ok_or("field `code` must be a close code in 1000..=4999")?,
+            ),
+            "drop_tcp" => Fault::DropTcp,
+            "reconnect" => Fault::Reconnect,
+            "invalid_session" => Fault::InvalidSession(
+                field(body, "resumable")?
+                    .as_bool()
+                    .ok_or("field `resumable` must be true or false")?,
+            ),
+            "request_heartbeat" => Fault::RequestHeartbeat,
+            "stall" => Fault::Stall(millis(body)?),
+            "malformed" => Fault::Malformed,
+            "oversized" => Fault::Oversized,
+            "delay" => Fault::Delay(millis(body)?),
+            other => {
+                return Err(format!(
+                    "unknown fault kind `{other}` (expected drop_acks, close, drop_tcp, reconnect, \
+                     invalid_session, request_heartbeat, stall, malformed, oversized or delay)"
+                ))
+            }
+        })
+    }
+}
+
+impl RestFault {
+    /// Reads the control API form, e.g.
+    /// `{"kind":"rate_limited","count":1,"retry_after":0.5}`.
+    pub fn from_json(body: &Value) -> Result<RestFault, String> {
+        let kind = match kind(body)? {
+            "rate_limited" => RestFaultKind::RateLimited {
+                retry_after: match body.get("retry_after") {
+                    None => 1.0,
+                    Some(v) => v
+                        .as_f64()
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .ok_or("field `retry_after` must be a non-negative number of seconds")?,
+                },
+                global: match body.get("global") {
+                    None => false,
+                    Some(v) => v.as_bool().ok_or("field `global` must be true or false")?,
+                },
+            },
+            "forbidden" => RestFaultKind::Forbidden,
+            "server_error" => RestFaultKind::ServerError(match body.get("status") {
+                None => 500,
+                Some(_) => u16::try_from(uint(body, "status")?)
+                    .ok()
+                    .filter(|s| (500..600).contains(s))
+                    .ok_or("field `status` must be a 5xx status")?,
+            }),
+            other => {
+                return Err(format!(
+                    "unknown REST fault kind `{other}` (expected rate_limited, forbidden or server_error)"
+                ))
+            }
+        };
+        let count = match body.get("count") {
+            None => 1,
+            Some(_) => {
+                u32::try_from(uint(body, "count")?).map_err(|_| "field `count` is too large")?
+            }
+        };
+        let path_prefix = match body.get("path_prefix") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_str()
+                    .ok_or("field `path_prefix` must be a string")?
+                    .to_owned(),
+            ),
+        };
+        Ok(RestFault {
+            kind,
+            count,
+            path_prefix,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_fault_kind_parses() {
+        let cases = [
+            (json!({"kind":"drop_acks","n":2}), Fault::DropAcks(2)),
+            (json!({"kind":"close","code":4000}), Fault::Close(4000)),
+            (json!({"kind":"drop_tcp"}), Fault::DropTcp),
+            (json!({"kind":"reconnect"}), Fault::Reconnect),
+            (
+                json!({"kind":"invalid_session","resumable":true}),
+                Fault::InvalidSession(true),
+            ),
+            (json!({"kind":"request_heartbeat"}), Fault::RequestHeartbeat),
+            (
+                json!({"kind":"stall","ms":250}),
+                Fault::Stall(Duration::from_millis(250)),
+            ),
+            (json!({"kind":"malformed"}), Fault::Malformed),
+            (json!({"kind":"oversized"}), Fault::Oversized),
+            (
+                json!({"kind":"delay","ms":5}),
+                Fault::Delay(Duration::from_millis(5)),
+            ),
+        ];
+        for (body, fault) in cases {
+            assert_eq!(Fault::from_json(&body).unwrap(), fault);
+        }
+    }
+
+    #[test]
+    fn bad_faults_name_the_problem() {
+        let err = |v: Value| Fault::from_json(&v).unwrap_err();
+        assert!(err(json!({"kind":"explode"})).contains("unknown fault kind `explode`"));
+        assert!(err(json!({"kind":"drop_acks"})).contains("missing field `n`"));
+        assert!(err(json!({"kind":"close","code":99})).contains("`code`"));
+        assert!(err(json!({})).contains("missing field `kind`"));
+        assert!(err(json!([1])).contains("JSON object"));
+    }
+
+    #[test]
+    fn rest_faults_parse_with_defaults() {
+        let fault = RestFault::from_json(&json!({"kind":"rate_limited"})).unwrap();
+        assert_eq!(fault, RestFault::rate_limited(1, 1.0));
+        let fault = RestFault::from_json(
+            &json!({"kind":"server_error","status":502,"count":2,"path_prefix":"/api/v10/channels"}),
+        )
+        .unwrap();
+        assert_eq!(fault.kind, RestFaultKind::ServerError(502));
+        assert_eq!(fault.count, 2);
+        assert!(RestFault::from_json(&json!({"kind":"server_error","status":404})).is_err());
+        assert!(RestFault::from_json(&json!({"kind":"teapot"}))
+            .unwrap_err()
+            .contains("teapot"));
+    }
+}

@@ -1,0 +1,348 @@
+//! A local Discord gateway (and REST) simulator with fault injection and
+//! heartbeat measurement.
+//!
+//! It is the embedded default the demo runs on without a token, the
+//! fixture every smolcord test talks to, and `smolcord sim` serves it to
+//! any other client. It runs on **its own thread with its own smol
+//! executor**, so a test that blocks the client's event loop on purpose
+//! never distorts what the simulator measures.
+//!
+//! One TCP port serves everything:
+//!
+//! | URL | what |
+//! |---|---|
+//! | `ws://127.0.0.1:P/` | the gateway ([`Simulator::gateway_url`]) |
+//! | `ws://127.0.0.1:P/resume` | READY's `resume_gateway_url` (recorded per connection) |
+//! | `http://127.0.0.1:P/api/v10/...` | REST ([`Simulator::api_base`]) |
+//! | `http://127.0.0.1:P/control/...` | the control API ([`Simulator::control_url`]) |
+//! | `http://127.0.0.1:P/attachments/...` | voice-note and uploaded file bytes |
+//!
+//! ```
+//! use smolcord::sim::{Simulator, SimConfig};
+//! let sim = Simulator::start(SimConfig::default()).unwrap();
+//! assert!(sim.gateway_url().starts_with("ws://127.0.0.1:"));
+//! sim.shutdown();
+//! ```
+//!
+//! # Gateway behaviour
+//!
+//! Hello (`heartbeat_interval` from the config) on connect. Query: `v` 9,
+//! 10 or absent (else close 4012; Discord still serves 6-8), `encoding`
+//! json or absent (else 4002), `compress=zlib-stream` (one deflate context
+//! per connection, every message a binary frame ending `00 00 ff ff`);
+//! other `compress` values are ignored (plain text frames). Identify
+//! `compress: true` without transport compression: every later frame is a
+//! self-contained zlib binary frame. Commands: over 4096 bytes 4002, not
+//! JSON 4002, unknown or server-only opcode 4001, bad payload for an opcode
+//! 4001, anything but Heartbeat/Identify/Resume before Identify 4003, bad
+//! token 4004, second Identify/Resume 4005, Resume `seq` ahead of the
+//! session 4007, more than `command_limit` per `command_window` 4008, no
+//! heartbeat for `grace × interval` 4009, bad shard 4010, wrong shard count
+//! 4011, unknown intent bits 4013, privileged intents not enabled 4014.
+//! Heartbeats are allowed before Identify. READY carries `s: 1`. Unknown or
+//! expired session, or a Resume from before the replay buffer: op 9 `false`.
+//! Dispatches honour intents, shards and MESSAGE_CONTENT like Discord, and
+//! a dispatch to a session whose client is away is buffered for its Resume.
+//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE.
+//!
+//! # Control API
+//!
+//! Bodies are JSON objects; ids may be strings or numbers. Errors are 400
+//! `{"error": "..."}`.
+//!
+//! - `POST /control/fault` — `{"kind": K, ...}` with K one of `drop_acks`
+//!   (`n`), `close` (`code`), `drop_tcp`, `reconnect`, `invalid_session`
+//!   (`resumable`), `request_heartbeat`, `stall` (`ms`), `malformed`,
+//!   `oversized`, `delay` (`ms`). Applies to every live connection; answers
+//!   `{"applied_to": N}`.
+//! - `POST /control/rest-fault` — `{"kind": "rate_limited" | "forbidden" |
+//!   "server_error", "count": 1, "retry_after": 1.0, "global": false,
+//!   "status": 500, "path_prefix": "/api/v10/channels"}` (all but `kind`
+//!   optional): the next `count` matching REST requests fail that way.
+//! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
+//!   `{"seqs": [...]}` (one per session that got it).
+//! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
+//!   `"voice_ogg_base64"` and `"duration_secs"` for a voice note →
+//!   `{"message_id", "channel_id"[, "attachment_url"]}`.
+//! - `POST /control/guild-message` — `{"channel_id", "author_id",
+//!   "author_name", "content"}` → `{"message_id"}`.
+//! - `GET /control/stats` — [`SimStats`]; `GET /control/rest-log` — every
+//!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
+//!   messages there ([`BotMessage`]).
+
+mod clock;
+mod config;
+mod control;
+mod events;
+mod faults;
+mod gateway;
+mod http;
+mod identify;
+mod inject;
+mod multipart;
+mod objects;
+mod rest;
+mod server;
+mod session;
+mod state;
+mod stats;
+mod zlib;
+
+pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
+pub use events::{next_matching, SimEvent};
+pub use faults::{Fault, RestFault, RestFaultKind};
+pub use inject::VoiceNote;
+pub use rest::{BotMessage, RestRecord};
+pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
+pub use zlib::SYNC_FLUSH_SUFFIX;
+
+use crate::protocol::Snowflake;
+use serde_json::Value;
+use state::Shared;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running simulator. Cheap to clone (all clones share one simulator);
+/// it stops on [`Simulator::shutdown`] or when the last clone is dropped.
+#[derive(Clone)]
+pub struct Simulator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    stop: async_channel::Sender<()>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Inner {
+    fn stop(&self) {
+        self.stop.close();
+        let handle = self
+            .thread
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Simulator {
+    /// Binds `config.listen` and starts serving on a new thread.
+    ///
+    /// The error names the address when it cannot be bound (e.g. the port
+    /// is in use).
+    // Binding a literal address does not block (no DNS), so std's listener
+    // is fine here; it is handed to async-io right away.
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    pub fn start(config: SimConfig) -> io::Result<Simulator> {
+        let listen = config.listen;
+        let std_listener = std::net::TcpListener::bind(listen).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("simulator cannot listen on {listen}: {err}"),
+            )
+        })?;
+        let listener = async_net::TcpListener::try_from(std_listener).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("simulator cannot use its socket on {listen}: {err}"),
+            )
+        })?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(config, addr));
+        let (stop_tx, stop_rx) = async_channel::bounded(1);
+        let thread = server::spawn(shared.clone(), listener, stop_rx)?;
+        log::info!("sim: listening on {addr}");
+        Ok(Simulator {
+            inner: Arc::new(Inner {
+                shared,
+                stop: stop_tx,
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Stops the simulator thread and closes every socket. Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.stop();
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared().addr
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &SimConfig {
+        &self.shared().config
+    }
+
+    /// `ws://127.0.0.1:P` (the gateway is at `/`).
+    pub fn gateway_url(&self) -> String {
+        self.shared().gateway_url()
+    }
+
+    /// `ws://127.0.0.1:P/resume`, the `resume_gateway_url` in READY.
+    pub fn resume_gateway_url(&self) -> String {
+        self.shared().resume_gateway_url()
+    }
+
+    /// `http://127.0.0.1:P/api/v10`.
+    pub fn api_base(&self) -> String {
+        format!("{}/api/v10", self.shared().http_base())
+    }
+
+    /// `http://127.0.0.1:P/control`.
+    pub fn control_url(&self) -> String {
+        format!("{}/control", self.shared().http_base())
+    }
+
+    /// Applies a gateway fault to every live connection; returns how many
+    /// connections it reached.
+    pub fn fault(&self, fault: Fault) -> usize {
+        self.shared().fault(fault)
+    }
+
+    /// Queues a REST fault for the next matching requests.
+    pub fn rest_fault(&self, fault: RestFault) {
+        self.shared().rest_fault(fault)
+    }
+
+    /// Dispatches `event` with payload `d` to every live session that would
+    /// receive it (intents, shard), buffering it for sessions whose client
+    /// is away. Returns the sequence numbers given, one per session.
+    pub fn dispatch(&self, event: &str, d: Value) -> Vec<u64> {
+        self.shared().dispatch(event, &d)
+    }
+
+    /// A DM from a user (its DM channel is stable per user). Returns
+    /// `(message id, channel id)`.
+    pub fn send_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> (Snowflake, Snowflake) {
+        self.shared().send_dm(author_id, author_name, content)
+    }
+
+    /// A voice-note DM: flags 8192 and one `audio/ogg` attachment whose URL
+    /// serves `ogg` from the simulator.
+    pub fn send_voice_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        ogg: Vec<u8>,
+        duration: Duration,
+    ) -> VoiceNote {
+        self.shared()
+            .send_voice_dm(author_id, author_name, ogg, duration)
+    }
+
+    /// A message in a guild channel; the error names an unknown channel.
+    pub fn send_guild_message(
+        &self,
+        channel_id: Snowflake,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> Result<Snowflake, String> {
+        self.shared()
+            .send_guild_message(channel_id, author_id, author_name, content)
+    }
+
+    /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.
+    pub fn add_guild(&self, guild: SimGuild) -> Vec<u64> {
+        self.shared().add_guild(guild)
+    }
+
+    /// Creates a text channel in a known guild (CHANNEL_CREATE).
+    pub fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, String> {
+        self.shared().create_channel(guild_id, name)
+    }
+
+    /// Renames a guild channel (CHANNEL_UPDATE); returns the seqs given.
+    pub fn update_channel(&self, channel_id: Snowflake, name: &str) -> Result<Vec<u64>, String> {
+        self.shared().change_channel(channel_id, Some(name))
+    }
+
+    /// Deletes a guild channel (CHANNEL_DELETE); returns the seqs given.
+    pub fn delete_channel(&self, channel_id: Snowflake) -> Result<Vec<u64>, String> {
+        self.shared().change_channel(channel_id, None)
+    }
+
+    /// The DM channel with `user_id` (created on first use).
+    pub fn dm_channel_of(&self, user_id: u64) -> Snowflake {
+        self.shared().dm_channel_of(user_id)
+    }
+
+    /// Everything measured so far.
+    pub fn stats(&self) -> SimStats {
+        let shared = self.shared();
+        shared
+            .lock()
+            .stats
+            .snapshot(shared.config.heartbeat_grace, shared.config.late_tolerance)
+    }
+
+    /// Every REST request received (the most recent 10 000).
+    pub fn rest_requests(&self) -> Vec<RestRecord> {
+        self.shared().lock().rest_log.iter().cloned().collect()
+    }
+
+    /// The bot's messages in a channel, oldest first, edits applied.
+    pub fn messages_in(&self, channel_id: Snowflake) -> Vec<BotMessage> {
+        self.shared()
+            .lock()
+            .dir
+            .messages
+            .get(&channel_id.get())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Events from now on (unbounded; drop the receiver when done).
+    pub fn subscribe(&self) -> async_channel::Receiver<SimEvent> {
+        self.shared().lock().events.subscribe()
+    }
+
+    /// The events so far (the most recent 10 000).
+    pub fn events(&self) -> Vec<SimEvent> {
+        self.shared().lock().events.history()
+    }
+
+    /// The first event matching `pred` — among those that already happened
+    /// (the most recent 10 000), else the next one to come — or `None`
+    /// after `timeout`. To wait for the *next* occurrence of something that
+    /// may already have happened, [`subscribe`](Simulator::subscribe) before
+    /// acting and use [`next_matching`].
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        mut pred: impl FnMut(&SimEvent) -> bool,
+    ) -> Option<SimEvent> {
+        let found = self.shared().lock().events.find_or_subscribe(&mut pred);
+        match found {
+            Ok(event) => Some(event),
+            Err(rx) => next_matching(&rx, timeout, pred).await,
+        }
+    }
+}

@@ -1,0 +1,555 @@
+//! The REST routes a bridge (and discord.py, serenity, twilight) needs, under
+//! `/api/v10` (`/api/v9` too), plus the `/attachments/` file server.
+//!
+//! Requests are checked like Discord checks them (`Authorization: Bot
+//! <token>`, a JSON `Content-Type` for bodies, message length, empty
+//! messages, unknown channels) and answered with full objects and
+//! `Content-Type: application/json` exactly. Every request is recorded.
+
+use super::faults::{RestFault, RestFaultKind};
+use super::http::{Request, Response};
+use super::multipart::{self, Part};
+use super::objects::{self, MessagePlace};
+use super::state::{Shared, State, StoredFile};
+use crate::protocol::Snowflake;
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One REST (or attachment) request as the simulator received it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RestRecord {
+    /// Milliseconds since the simulator started.
+    pub at_ms: f64,
+    /// HTTP method.
+    pub method: String,
+    /// Path without the query.
+    pub path: String,
+    /// Query string.
+    pub query: String,
+    /// The JSON body (`payload_json` for multipart), or null.
+    pub body: Value,
+    /// Names of uploaded files (multipart).
+    pub files: Vec<String>,
+    /// The status answered.
+    pub status: u16,
+}
+
+/// A message the bot posted over REST, with later edits applied.
+#[derive(Clone, Debug, Serialize)]
+pub struct BotMessage {
+    /// Message id.
+    pub id: Snowflake,
+    /// Channel id.
+    pub channel_id: Snowflake,
+    /// Current content.
+    pub content: String,
+    /// How many times it was edited.
+    pub edits: u32,
+    /// The full message object as last returned.
+    pub object: Value,
+}
+
+/// A request body as understood.
+struct Body {
+    json: Option<Value>,
+    files: Vec<Part>,
+}
+
+fn error(status: u16, code: u32, message: &str) -> Response {
+    Response::json(status, &json!({"message": message, "code": code}))
+}
+
+fn invalid_form(field: &str, code: &str, message: &str) -> Response {
+    Response::json(
+        400,
+        &json!({
+            "message": "Invalid Form Body",
+            "code": 50035,
+            "errors": {field: {"_errors": [{"code": code, "message": message}]}},
+        }),
+    )
+}
+
+fn not_found() -> Response {
+    error(404, 0, "404: Not Found")
+}
+
+fn read_body(request: &Request) -> Result<Body, Response> {
+    let mut body = Body {
+        json: None,
+        files: Vec::new(),
+    };
+    if request.body.is_empty() {
+        return Ok(body);
+    }
+    let content_type = request.header("content-type").unwrap_or("");
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let bad_json = || error(400, 50109, "The request body contains invalid JSON.");
+    match essence.as_str() {
+        "application/json" => {
+            body.json = Some(serde_json::from_slice(&request.body).map_err(|_| bad_json())?);
+        }
+        "multipart/form-data" => {
+            let parts = multipart::parse(content_type, &request.body)
+                .map_err(|err| invalid_form("files", "MULTIPART_INVALID", &err))?;
+            for part in parts {
+                if part.name == "payload_json" {
+                    body.json = Some(serde_json::from_slice(&part.data).map_err(|_| bad_json())?);
+                } else if part.filename.is_some() {
+                    body.files.push(part);
+                }
+            }
+        }
+        // Discord answers 50035 when a body comes without a usable type.
+        _ => {
+            return Err(invalid_form(
+                "_errors",
+                "CONTENT_TYPE_INVALID",
+                "Expected \"Content-Type\" header to be one of {'application/json', 'application/x-www-form-urlencoded', 'multipart/form-data'}.",
+            ))
+        }
+    }
+    Ok(body)
+}
+
+/// Answers a request under `/api/`.
+pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
+    let now = Instant::now();
+    let body = read_body(request);
+    let mut state = shared.lock();
+    let response = match &body {
+        Ok(body) => respond(shared, &mut state, request, body),
+        Err(response) => Response {
+            status: response.status,
+            headers: response.headers.clone(),
+            body: response.body.clone(),
+        },
+    };
+    let (json, files) = match body {
+        Ok(body) => (
+            body.json.unwrap_or(Value::Null),
+            body.files
+                .into_iter()
+                .map(|f| f.filename.unwrap_or_default())
+                .collect(),
+        ),
+        Err(_) => (Value::Null, Vec::new()),
+    };
+    let record = RestRecord {
+        at_ms: state.stats.ms(now),
+        method: request.method.clone(),
+        path: request.path.clone(),
+        query: request.query.clone(),
+        body: json,
+        files,
+        status: response.status,
+    };
+    log::debug!(
+        "sim: REST {} {} -> {}",
+        record.method,
+        record.path,
+        record.status
+    );
+    state.record_rest(record);
+    response
+}
+
+fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
+    let index = state.rest_faults.iter().position(|f| {
+        f.count > 0 && f.path_prefix.as_deref().is_none_or(|p| path.starts_with(p))
+    })?;
+    let fault: &mut RestFault = &mut state.rest_faults[index];
+    fault.count -= 1;
+    let kind = fault.kind.clone();
+    if fault.count == 0 {
+        state.rest_faults.remove(index);
+    }
+    Some(kind)
+}
+
+fn fault_response(kind: RestFaultKind) -> Response {
+    match kind {
+        RestFaultKind::RateLimited {
+            retry_after,
+            global,
+        } => {
+            let reset = objects::unix_ms() as f64 / 1000.0 + retry_after;
+            let mut response = Response::json(
+                429,
+                &json!({
+                    "message": "You are being rate limited.",
+                    "retry_after": retry_after,
+                    "global": global,
+                }),
+            )
+            .with_header("Retry-After", format!("{}", retry_after.ceil() as u64))
+            .with_header("X-RateLimit-Limit", "5")
+            .with_header("X-RateLimit-Remaining", "0")
+            .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
+            .with_header("X-RateLimit-Reset-After", format!("{retry_after:.3}"))
+            .with_header("X-RateLimit-Bucket", "smolcord-sim-bucket")
+            .with_header("X-RateLimit-Scope", if global { "global" } else { "user" });
+            if global {
+                response = response.with_header("X-RateLimit-Global", "true");
+            }
+            response
+        }
+        RestFaultKind::Forbidden => error(403, 50007, "Cannot send messages to this user"),
+        RestFaultKind::ServerError(status) => error(status, 0, &format!("{status}: Server Error")),
+    }
+}
+
+/// The rate-limit headers Discord puts on every answer.
+fn with_bucket_headers(response: Response) -> Response {
+    let reset = objects::unix_ms() as f64 / 1000.0 + 1.0;
+    response
+        .with_header("X-RateLimit-Limit", "5")
+        .with_header("X-RateLimit-Remaining", "4")
+        .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
+        .with_header("X-RateLimit-Reset-After", "1.000")
+        .with_header("X-RateLimit-Bucket", "smolcord-sim-bucket")
+}
+
+fn authorized(shared: &Shared, request: &Request) -> bool {
+    request.header("authorization").is_some_and(|value| {
+        let mut parts = value.splitn(2, ' ');
+        let scheme = parts.next().unwrap_or("");
+        let token = parts.next().unwrap_or("").trim();
+        scheme.eq_ignore_ascii_case("Bot") && token == shared.config.token.expose()
+    })
+}
+
+fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -> Response {
+    if let Some(kind) = take_fault(state, &request.path) {
+        log::info!(
+            "sim: REST fault {kind:?} on {} {}",
+            request.method,
+            request.path
+        );
+        return fault_response(kind);
+    }
+    let route = request
+        .path
+        .strip_prefix("/api/v10/")
+        .or_else(|| request.path.strip_prefix("/api/v9/"));
+    let Some(route) = route else {
+        return not_found();
+    };
+    let segments: Vec<&str> = route.trim_end_matches('/').split('/').collect();
+    let method = request.method.as_str();
+    if let (["gateway"], "GET") = (segments.as_slice(), method) {
+        return Response::json(200, &json!({"url": shared.gateway_url()}));
+    }
+    if !authorized(shared, request) {
+        return error(401, 0, "401: Unauthorized");
+    }
+    let config = &shared.config;
+    let response = match (segments.as_slice(), method) {
+        (["gateway", "bot"], "GET") => {
+            let limit = config.session_start_limit;
+            Response::json(
+                200,
+                &json!({
+                    "url": shared.gateway_url(),
+                    "shards": config.required_shards.unwrap_or(1),
+                    "session_start_limit": {
+                        "total": limit.total,
+                        "remaining": state.start_remaining,
+                        "reset_after": limit.reset_after.as_millis() as u64,
+                        "max_concurrency": limit.max_concurrency,
+                    },
+                }),
+            )
+        }
+        (["users", "@me"], "GET") => Response::json(200, &objects::bot_user(config)),
+        (["oauth2", "applications", "@me"], "GET") => {
+            Response::json(200, &objects::application(config))
+        }
+        (["users", "@me", "channels"], "POST") => open_dm(state, body),
+        (["channels", channel], "GET") => match channel_object(state, channel) {
+            Some(object) => Response::json(200, &object),
+            None => error(404, 10003, "Unknown Channel"),
+        },
+        (["channels", channel, "typing"], "POST") => match parse_id(channel) {
+            Some(id) if state.dir.channels.contains_key(&id) => Response::no_content(),
+            _ => error(404, 10003, "Unknown Channel"),
+        },
+        (["channels", channel, "messages"], "POST") => post_message(shared, state, channel, body),
+        (["channels", channel, "messages", message], "PATCH") => {
+            edit_message(shared, state, channel, message, body)
+        }
+        (["channels", channel, "messages", message], "GET") => {
+            match find_message(state, channel, message) {
+                Some(found) => Response::json(200, &found.object),
+                None => error(404, 10008, "Unknown Message"),
+            }
+        }
+        (
+            ["channels", _, "typing"]
+            | ["channels", _, "messages", ..]
+            | ["channels", _]
+            | ["users", "@me", ..]
+            | ["gateway", "bot"],
+            _,
+        ) => error(405, 0, "405: Method Not Allowed"),
+        _ => not_found(),
+    };
+    with_bucket_headers(response)
+}
+
+fn parse_id(text: &str) -> Option<u64> {
+    text.parse().ok()
+}
+
+fn as_id(value: Option<&Value>) -> Option<u64> {
+    match value? {
+        Value::String(s) => s.parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+fn channel_object(state: &State, channel: &str) -> Option<Value> {
+    let id = parse_id(channel)?;
+    let info = state.dir.channels.get(&id)?;
+    Some(match (&info.recipient, info.guild_id) {
+        (Some((user_id, name)), _) => objects::dm_channel(id, &objects::user(*user_id, name)),
+        (None, Some(guild_id)) => {
+            objects::text_channel(id, guild_id, info.name.as_deref().unwrap_or(""), 0, true)
+        }
+        (None, None) => return None,
+    })
+}
+
+fn open_dm(state: &mut State, body: &Body) -> Response {
+    let Some(user_id) = as_id(body.json.as_ref().and_then(|j| j.get("recipient_id"))) else {
+        return invalid_form(
+            "recipient_id",
+            "BASE_TYPE_REQUIRED",
+            "This field is required",
+        );
+    };
+    let name = state
+        .dir
+        .dm_by_user
+        .get(&user_id)
+        .and_then(|c| state.dir.channels.get(c))
+        .and_then(|c| c.recipient.as_ref().map(|(_, n)| n.clone()))
+        .unwrap_or_else(|| "user".to_owned());
+    let state = &mut *state;
+    let channel = state.dir.dm_channel(&mut state.ids, user_id, &name);
+    Response::json(
+        200,
+        &objects::dm_channel(channel, &objects::user(user_id, &name)),
+    )
+}
+
+/// Checks `content`; `Err` is the 400 answer.
+fn check_content(json: &Value) -> Result<Option<String>, Response> {
+    match json.get("content") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.chars().count() > 2000 => Err(invalid_form(
+            "content",
+            "BASE_TYPE_MAX_LENGTH",
+            "Must be 2000 or fewer in length.",
+        )),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(invalid_form(
+            "content",
+            "STRING_TYPE_CONVERT",
+            "Could not interpret value as string.",
+        )),
+    }
+}
+
+fn non_empty_array(json: &Value, field: &str) -> bool {
+    json.get(field)
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) -> Response {
+    let Some(channel_id) = parse_id(channel).filter(|id| state.dir.channels.contains_key(id))
+    else {
+        return error(404, 10003, "Unknown Channel");
+    };
+    let guild_id = state.dir.channels.get(&channel_id).and_then(|c| c.guild_id);
+    let json = body.json.clone().unwrap_or_else(|| json!({}));
+    let content = match check_content(&json) {
+        Ok(content) => content.unwrap_or_default(),
+        Err(response) => return response,
+    };
+    let has_something = !content.is_empty()
+        || !body.files.is_empty()
+        || ["embeds", "sticker_ids", "components", "attachments"]
+            .iter()
+            .any(|f| non_empty_array(&json, f))
+        || json.get("poll").is_some_and(|p| !p.is_null());
+    if !has_something {
+        return error(400, 50006, "Cannot send an empty message");
+    }
+    let id = state.ids.next();
+    let mut attachments = Vec::new();
+    for file in &body.files {
+        let attachment_id = state.ids.next();
+        let filename = file.filename.clone().unwrap_or_else(|| "file".to_owned());
+        let content_type = file
+            .content_type
+            .clone()
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        let url = format!(
+            "{}/attachments/{channel_id}/{attachment_id}/{filename}",
+            shared.http_base()
+        );
+        attachments.push(json!({
+            "id": attachment_id.to_string(),
+            "filename": filename,
+            "size": file.data.len(),
+            "url": url,
+            "proxy_url": url,
+            "content_type": content_type,
+        }));
+        state.dir.files.insert(
+            attachment_id,
+            StoredFile {
+                content_type,
+                bytes: Arc::new(file.data.clone()),
+            },
+        );
+    }
+    let place = MessagePlace {
+        channel_id,
+        guild_id,
+    };
+    let flags = json.get("flags").and_then(Value::as_u64).unwrap_or(0);
+    let mut object = objects::message(
+        id,
+        &place,
+        objects::bot_author(&shared.config),
+        &content,
+        attachments,
+        flags,
+    );
+    for field in [
+        "embeds",
+        "components",
+        "tts",
+        "nonce",
+        "sticker_items",
+        "poll",
+    ] {
+        if let Some(value) = json.get(field).filter(|v| !v.is_null()) {
+            object[field] = value.clone();
+        }
+    }
+    if let Some(reference) = json.get("message_reference").filter(|v| v.is_object()) {
+        let mut reference = reference.clone();
+        if reference.get("channel_id").is_none() {
+            reference["channel_id"] = json!(channel_id.to_string());
+        }
+        object["message_reference"] = reference;
+        object["referenced_message"] = Value::Null;
+        object["type"] = json!(19);
+    }
+    state
+        .dir
+        .messages
+        .entry(channel_id)
+        .or_default()
+        .push(BotMessage {
+            id: Snowflake::new(id),
+            channel_id: Snowflake::new(channel_id),
+            content,
+            edits: 0,
+            object: object.clone(),
+        });
+    // Discord echoes the bot's own message on the gateway, too.
+    state.dispatch(&shared.config, "MESSAGE_CREATE", &object);
+    Response::json(200, &object)
+}
+
+fn find_message<'a>(
+    state: &'a mut State,
+    channel: &str,
+    message: &str,
+) -> Option<&'a mut BotMessage> {
+    let channel_id = parse_id(channel)?;
+    let message_id = Snowflake::new(parse_id(message)?);
+    state
+        .dir
+        .messages
+        .get_mut(&channel_id)?
+        .iter_mut()
+        .find(|m| m.id == message_id)
+}
+
+fn edit_message(
+    shared: &Shared,
+    state: &mut State,
+    channel: &str,
+    message: &str,
+    body: &Body,
+) -> Response {
+    let json = body.json.clone().unwrap_or_else(|| json!({}));
+    let content = match check_content(&json) {
+        Ok(content) => content,
+        Err(response) => return response,
+    };
+    let Some(found) = find_message(state, channel, message) else {
+        return error(404, 10008, "Unknown Message");
+    };
+    if let Some(content) = content {
+        found.content = content.clone();
+        found.object["content"] = json!(content);
+    }
+    for field in ["embeds", "components", "flags"] {
+        if let Some(value) = json.get(field).filter(|v| !v.is_null()) {
+            found.object[field] = value.clone();
+        }
+    }
+    found.edits += 1;
+    found.object["edited_timestamp"] = json!(objects::timestamp_now());
+    let object = found.object.clone();
+    state.dispatch(&shared.config, "MESSAGE_UPDATE", &object);
+    Response::json(200, &object)
+}
+
+/// Serves `/attachments/{channel}/{attachment}/{filename}` (no auth, like
+/// Discord's CDN).
+pub(crate) fn attachment(shared: &Shared, request: &Request) -> Response {
+    let now = Instant::now();
+    let id = request
+        .path
+        .trim_start_matches('/')
+        .split('/')
+        .nth(2)
+        .and_then(parse_id);
+    let mut state = shared.lock();
+    let response = match (
+        request.method.as_str(),
+        id.and_then(|id| state.dir.files.get(&id)),
+    ) {
+        ("GET", Some(file)) => {
+            Response::bytes(200, &file.content_type, file.bytes.as_ref().clone())
+        }
+        _ => not_found(),
+    };
+    let record = RestRecord {
+        at_ms: state.stats.ms(now),
+        method: request.method.clone(),
+        path: request.path.clone(),
+        query: request.query.clone(),
+        body: Value::Null,
+        files: Vec::new(),
+        status: response.status,
+    };
+    state.record_rest(record);
+    response
+}

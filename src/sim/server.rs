@@ -1,0 +1,109 @@
+//! The simulator's thread: its own smol executor, one listener, and one
+//! task per TCP connection that reads HTTP requests and hands each to the
+//! gateway, REST, control or attachment side.
+
+use super::http::{HttpConn, Response};
+use super::state::Shared;
+use super::{control, gateway, rest};
+use async_net::{TcpListener, TcpStream};
+use futures_lite::future::or;
+use serde_json::json;
+use smol::LocalExecutor;
+use std::io;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// An idle keep-alive connection is closed after this.
+const IDLE: Duration = Duration::from_secs(120);
+
+/// Runs the simulator on a new thread until `stop` closes.
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    stop: async_channel::Receiver<()>,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("smolcord-sim".to_owned())
+        .spawn(move || {
+            let executor = LocalExecutor::new();
+            let serve = accept_loop(&executor, shared, listener);
+            let stopped = async {
+                let _ = stop.recv().await;
+            };
+            async_io::block_on(executor.run(or(stopped, serve)));
+            // Dropping the executor drops every connection task, closing
+            // their sockets.
+            log::info!("sim: stopped");
+        })
+}
+
+async fn accept_loop(
+    executor: &LocalExecutor<'static>,
+    shared: Arc<Shared>,
+    listener: TcpListener,
+) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                log::debug!("sim: TCP connection from {peer}");
+                let shared = shared.clone();
+                executor.spawn(serve_tcp(shared, stream)).detach();
+            }
+            Err(err) => {
+                // Out of file descriptors and the like: back off instead of
+                // spinning.
+                log::warn!("sim: accept failed: {err}");
+                async_io::Timer::after(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn serve_tcp(shared: Arc<Shared>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = HttpConn::new(stream);
+    loop {
+        let next = or(conn.read_request(), async {
+            async_io::Timer::after(IDLE).await;
+            Ok(None)
+        })
+        .await;
+        let request = match next {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(err) => {
+                log::debug!("sim: bad HTTP request: {err}");
+                if let Some(status) = err.status {
+                    let response =
+                        Response::json(status, &json!({"message": err.message, "code": 0}));
+                    let _ = conn.write_response(&response, false).await;
+                }
+                return;
+            }
+        };
+        if request.is_websocket() {
+            gateway::serve(shared, conn, request).await;
+            return;
+        }
+        let keep_alive = request.keep_alive();
+        let path = request.path.as_str();
+        let response = if path.starts_with("/api/") {
+            rest::handle(&shared, &request)
+        } else if path == "/control" || path.starts_with("/control/") {
+            control::handle(&shared, &request)
+        } else if path.starts_with("/attachments/") {
+            rest::attachment(&shared, &request)
+        } else if path == "/" || path == "/resume" {
+            Response::json(
+                426,
+                &json!({"message": "this is the gateway: connect with a websocket", "code": 0}),
+            )
+        } else {
+            Response::json(404, &json!({"message": "404: Not Found", "code": 0}))
+        };
+        if conn.write_response(&response, keep_alive).await.is_err() || !keep_alive {
+            return;
+        }
+    }
+}
