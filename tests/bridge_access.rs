@@ -36,7 +36,10 @@ async fn pair_cli(rig: &Rig, code: &str) -> (i32, String) {
 }
 
 fn code_in(text: &str) -> String {
-    let start = text.find("smolcord pair ").expect("a pairing command in the message") + 14;
+    let start = text
+        .find("smolcord pair ")
+        .expect("a pairing command in the message")
+        + 14;
     text[start..start + 8].to_owned()
 }
 
@@ -72,7 +75,9 @@ fn pairing_code_is_approved_by_the_cli_while_the_bridge_runs() {
         let (status, out) = pair_cli(&rig, &typed).await;
         assert_eq!(status, 0, "{out}");
         assert!(out.contains("approved"), "{out}");
-        assert!(access(&rig).allowed_user_ids.contains(&Snowflake::new(STRANGER)));
+        assert!(access(&rig)
+            .allowed_user_ids
+            .contains(&Snowflake::new(STRANGER)));
         assert!(rig.read("access.json.bak").is_some() || rig.read("access.json").is_some());
 
         // The running bridge notices by itself and tells the user.
@@ -106,7 +111,11 @@ fn wrong_and_expired_codes_are_refused() {
         let bridge = rig.start(&ex, config, tunables).await;
         rig.session_ready(T).await;
         let (_, dm) = rig.sim.send_dm(STRANGER, "stranger", "hi");
-        let code = code_in(&rig.message_containing(dm, "smolcord pair ", T).await.content);
+        let code = code_in(
+            &rig.message_containing(dm, "smolcord pair ", T)
+                .await
+                .content,
+        );
 
         let (status, out) = pair_cli(&rig, "WRNGCD23").await;
         assert_eq!(status, 1, "{out}");
@@ -122,7 +131,9 @@ fn wrong_and_expired_codes_are_refused() {
         let (status, out) = pair_cli(&rig, &code).await;
         assert_eq!(status, 1, "{out}");
         assert!(out.contains("expired"), "{out}");
-        assert!(!access(&rig).allowed_user_ids.contains(&Snowflake::new(STRANGER)));
+        assert!(!access(&rig)
+            .allowed_user_ids
+            .contains(&Snowflake::new(STRANGER)));
 
         // A new DM gets a new code; the stranger still never reaches the agent.
         rig.sim.send_dm(STRANGER, "stranger", "again");
@@ -203,7 +214,11 @@ fn access_is_restored_from_the_backup_before_any_decision() {
         owner_id: Some(Snowflake::new(OWNER)),
         allowed_user_ids: Default::default(),
     };
-    std::fs::write(rig.path("access.json.bak"), serde_json::to_vec(&file).unwrap()).unwrap();
+    std::fs::write(
+        rig.path("access.json.bak"),
+        serde_json::to_vec(&file).unwrap(),
+    )
+    .unwrap();
     std::fs::write(rig.path("access.json"), b"").unwrap();
     run(Duration::from_secs(30), |ex| async move {
         let calls = rig.path("agent-calls");

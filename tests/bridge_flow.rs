@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 const T: Duration = Duration::from_secs(10);
 
 fn task_text(reply: &str) -> String {
-    let task: serde_json::Value = serde_json::from_str(reply.trim()).expect("the echo agent replies with the task");
+    let task: serde_json::Value =
+        serde_json::from_str(reply.trim()).expect("the echo agent replies with the task");
     task["text"].as_str().unwrap_or_default().to_owned()
 }
 
@@ -33,9 +34,15 @@ fn voice_note_is_transcribed_and_answered_by_the_agent() {
             .sim
             .send_voice_dm(ALICE, "alice", audio.clone(), Duration::from_secs(2));
         let reply = rig.message_containing(note.channel_id, "heard", T).await;
-        assert_eq!(task_text(&reply.content), format!("heard {} bytes", audio.len()));
+        assert_eq!(
+            task_text(&reply.content),
+            format!("heard {} bytes", audio.len())
+        );
         let task: serde_json::Value = serde_json::from_str(reply.content.trim()).unwrap();
-        assert_eq!(task["transcripts"][0]["text"], format!("heard {} bytes", audio.len()));
+        assert_eq!(
+            task["transcripts"][0]["text"],
+            format!("heard {} bytes", audio.len())
+        );
         assert_eq!(task["author"]["id"], ALICE.to_string());
         assert_eq!(task["channel_id"], note.channel_id.to_string());
         // The typing indicator ran while the agent worked.
@@ -72,7 +79,11 @@ fn transcription_timeout_is_reported_and_blocks_no_other_channel() {
             .message_containing(note.channel_id, "could not transcribe", T)
             .await;
         let notice_at = started.elapsed();
-        assert!(notice.content.contains("longer than 1 s"), "{}", notice.content);
+        assert!(
+            notice.content.contains("longer than 1 s"),
+            "{}",
+            notice.content
+        );
         assert!(
             other_done < Duration::from_millis(900),
             "the other channel waited for the transcription: {other_done:?}"
@@ -105,7 +116,10 @@ fn a_5000_character_reply_is_split_into_three_messages_on_line_boundaries() {
         assert_eq!(messages.len(), 3, "{messages:?}");
         for m in &messages {
             assert!(m.content.chars().count() <= 2000);
-            assert!(m.content.lines().all(|l| l.len() == 49), "cut inside a line");
+            assert!(
+                m.content.lines().all(|l| l.len() == 49),
+                "cut inside a line"
+            );
         }
         let joined: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(joined.join("\n"), expected.trim_end());
@@ -123,7 +137,8 @@ fn a_429_is_honoured_before_the_reply_goes_out() {
         rig.session_ready(T).await;
         let dm = rig.sim.dm_channel_of(ALICE);
         let path = format!("/api/v10/channels/{dm}/messages");
-        rig.sim.rest_fault(RestFault::rate_limited(1, 0.6).on(&path));
+        rig.sim
+            .rest_fault(RestFault::rate_limited(1, 0.6).on(&path));
         rig.sim.send_dm(ALICE, "alice", "ping");
         rig.message_containing(dm, "pong", T).await;
         let posts: Vec<_> = rig
@@ -168,7 +183,10 @@ fn failed_delivery_runs_the_dm_fallback_and_archives_the_outcome() {
         );
         let archived = wait_until("r1 archived", T, || rig.json("spool/archive/r1.json")).await;
         assert_eq!(archived["outcome"], "fallback_ok");
-        assert!(archived["error"].as_str().unwrap().contains("403"), "{archived}");
+        assert!(
+            archived["error"].as_str().unwrap().contains("403"),
+            "{archived}"
+        );
         assert_eq!(archived["content"], "first result");
 
         // 5xx on every retry: also for good.
@@ -229,7 +247,10 @@ fn spool_round_trip_and_malformed_results_are_moved_aside() {
         })
         .await;
         assert_eq!(archived["outcome"], "delivered");
-        assert_eq!(archived["delivered_message_ids"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            archived["delivered_message_ids"].as_array().unwrap().len(),
+            1
+        );
         wait_until("bad.json moved aside", T, || {
             rig.read("spool/malformed/bad.json")
         })
@@ -240,8 +261,15 @@ fn spool_round_trip_and_malformed_results_are_moved_aside() {
             &format!(r#"{{"channel_id":"{dm}","content":"later"}}"#),
         );
         wait_until("later archived", T, || rig.json("spool/archive/later.json")).await;
-        assert!(rig.files("spool/results").is_empty(), "{:?}", rig.files("spool/results"));
-        assert_eq!(rig.read("spool/malformed/bad.json").unwrap(), "{\"channel_id\": oops");
+        assert!(
+            rig.files("spool/results").is_empty(),
+            "{:?}",
+            rig.files("spool/results")
+        );
+        assert_eq!(
+            rig.read("spool/malformed/bad.json").unwrap(),
+            "{\"channel_id\": oops"
+        );
         let counters = bridge.counters.snapshot();
         assert_eq!(counters.results_malformed, 1);
         assert_eq!(counters.results_delivered, 2);
@@ -261,7 +289,8 @@ fn a_placeholder_is_replaced_by_the_reply() {
         let bridge = rig.start(&ex, config, tunables).await;
         rig.session_ready(T).await;
         let (_, dm) = rig.sim.send_dm(ALICE, "alice", "slow one");
-        rig.message_containing(dm, smolcord::bridge::PLACEHOLDER, T).await;
+        rig.message_containing(dm, smolcord::bridge::PLACEHOLDER, T)
+            .await;
         let reply = rig.message_containing(dm, "final answer", T).await;
         assert_eq!(reply.edits, 1, "the placeholder was edited into the reply");
         assert_eq!(rig.sim.messages_in(dm).len(), 1);

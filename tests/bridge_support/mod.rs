@@ -4,6 +4,8 @@
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods, dead_code)]
 
+use smol::channel::Sender;
+use smol::{LocalExecutor, Task};
 use smolcord::bridge::{self, Bridge, BridgeCounters, BridgeError, BridgeOutcome, Tunables};
 use smolcord::config::Config;
 use smolcord::protocol::{Intents, Snowflake};
@@ -12,8 +14,6 @@ use smolcord::rest::RestClient;
 use smolcord::shard::{Backoff, Shard, ShardConfig, ShardHandle};
 use smolcord::sim::{BotMessage, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use smolcord::token::Token;
-use smol::channel::Sender;
-use smol::{LocalExecutor, Task};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -145,9 +145,10 @@ impl Rig {
         })
         .detach();
         let rest = RestClient::new(&config.api_base, Rig::token());
-        let bridge = Bridge::start_with(config, rest, handle.clone(), Recorder::disabled(), tunables)
-            .await
-            .expect("bridge start");
+        let bridge =
+            Bridge::start_with(config, rest, handle.clone(), Recorder::disabled(), tunables)
+                .await
+                .expect("bridge start");
         let counters = bridge.counters();
         let reload = bridge.reload_handle();
         let safe_mode = bridge.safe_mode();
@@ -207,7 +208,8 @@ impl Rig {
     }
 
     pub fn json(&self, rel: &str) -> Option<serde_json::Value> {
-        self.read(rel).and_then(|text| serde_json::from_str(&text).ok())
+        self.read(rel)
+            .and_then(|text| serde_json::from_str(&text).ok())
     }
 
     /// Writes a file atomically (temp name, then rename), as an agent must.
