@@ -81,7 +81,8 @@ fn pairing_code_is_approved_by_the_cli_while_the_bridge_runs() {
         assert!(rig.read("access.json.bak").is_some() || rig.read("access.json").is_some());
 
         // The running bridge notices by itself and tells the user.
-        rig.message_containing(dm, "approved", T).await;
+        rig.message_containing(dm, "You have been approved", T)
+            .await;
         rig.sim.send_dm(STRANGER, "stranger", "now hello agent");
         rig.message_containing(dm, "now hello agent", T).await;
         assert_eq!(line_count(&calls), 1);
@@ -236,6 +237,47 @@ fn access_is_restored_from_the_backup_before_any_decision() {
         assert_eq!(access(&rig), file, "access.json restored from the backup");
         let (_, owner_dm) = rig.sim.send_dm(OWNER, "owner", "owner here");
         rig.message_containing(owner_dm, "owner here", T).await;
+        assert_eq!(line_count(&calls), 1);
+        bridge.stop().await;
+    });
+}
+
+#[test]
+fn an_approval_is_picked_up_on_reload_and_on_the_next_message() {
+    let rig = Rig::new();
+    run(Duration::from_secs(30), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(echo_agent(&calls));
+        // The results poller (which also watches approvals) stays out of it.
+        config.results_poll_ms = 600_000;
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let (_, dm) = rig.sim.send_dm(STRANGER, "stranger", "hi");
+        let code = code_in(
+            &rig.message_containing(dm, "smolcord pair ", T)
+                .await
+                .content,
+        );
+        let (status, out) = pair_cli(&rig, &code).await;
+        assert_eq!(status, 0, "{out}");
+        // SIGHUP's path.
+        bridge.reload.reload();
+        rig.message_containing(dm, "You have been approved", T)
+            .await;
+
+        // And without any reload: a message from a user not (yet) allowed
+        // re-reads access.json first.
+        let (_, bob_dm) = rig.sim.send_dm(BOB, "bob", "hi");
+        let bob_code = code_in(
+            &rig.message_containing(bob_dm, "smolcord pair ", T)
+                .await
+                .content,
+        );
+        let (status, out) = pair_cli(&rig, &bob_code).await;
+        assert_eq!(status, 0, "{out}");
+        rig.sim.send_dm(BOB, "bob", "bob for the agent");
+        rig.message_containing(bob_dm, "bob for the agent", T).await;
         assert_eq!(line_count(&calls), 1);
         bridge.stop().await;
     });

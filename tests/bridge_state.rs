@@ -199,3 +199,46 @@ fn session_status_and_directory_are_saved_in_the_background() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn work_left_at_shutdown_is_bounded_and_replayed_after_the_restart() {
+    let rig = Rig::new();
+    run(Duration::from_secs(30), |ex| async move {
+        let started = rig.path("agent-started");
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh(&format!(
+            "echo x >> '{}'; cat >/dev/null; sleep 20; echo too late",
+            started.display()
+        )));
+        let mut tunables = tunables();
+        tunables.drain_timeout = Duration::from_millis(300);
+        let first = rig.start(&ex, config.clone(), tunables).await;
+        rig.session_ready(T).await;
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "slow work");
+        wait_until("the agent started", T, || {
+            (line_count(&started) == 1).then_some(())
+        })
+        .await;
+        let stopping = std::time::Instant::now();
+        let outcome = first.stop().await;
+        let took = stopping.elapsed();
+        assert!(matches!(outcome, BridgeOutcome::Stopped), "{outcome:?}");
+        assert!(
+            took < Duration::from_secs(3),
+            "the drain is bounded: {took:?}"
+        );
+
+        // The unanswered message comes back on resume and is answered now.
+        config.agent_cmd = Some(sh("cat >/dev/null; echo answered after restart"));
+        let second = rig.start(&ex, config, tunables).await;
+        rig.message_containing(dm, "answered after restart", T)
+            .await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 1);
+        assert!(matches!(
+            rig.session_ready(T).await,
+            SimEvent::Identified { .. }
+        ));
+        assert_eq!(rig.sim.stats().totals.resumes, 1);
+        second.stop().await;
+    });
+}

@@ -252,6 +252,9 @@ impl Bridge {
         let mut access = Access::new(config_owner, config_allowed);
         let (loaded, bytes) = access::load_with_restore(&state_dir).await?;
         access.apply_load(loaded, bytes);
+        if safe_mode && access.owner().is_none() {
+            log::warn!("SAFE MODE without an owner: nobody will be answered (set owner_id)");
+        }
         let pairing = match pairing::read_pairing(&state_dir).await {
             Ok(file) => file,
             Err(e) => {

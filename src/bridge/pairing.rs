@@ -130,12 +130,15 @@ impl PairingBook {
         }
     }
 
-    /// Drops expired codes and issue times outside the window. Returns
-    /// whether anything was dropped.
+    /// Drops codes expired for longer than the window (until then they stay,
+    /// so `smolcord pair` can say "expired" rather than "unknown") and issue
+    /// times outside the window. Returns whether anything was dropped.
     pub fn prune(&mut self, now: u64, rules: &PairingRules) -> bool {
         let before = (self.file.codes.len(), self.file.issued.len());
-        self.file.codes.retain(|c| c.expires_unix_ms > now);
         let window = ms(rules.window);
+        self.file
+            .codes
+            .retain(|c| now.saturating_sub(c.expires_unix_ms) < window);
         let mut changed = false;
         self.file.issued.retain(|_, times| {
             let n = times.len();
@@ -147,6 +150,15 @@ impl PairingBook {
         self.last_reply
             .retain(|_, &mut t| now.saturating_sub(t) < interval);
         changed || before != (self.file.codes.len(), self.file.issued.len())
+    }
+
+    /// Codes not yet expired.
+    pub fn live_codes(&self, now: u64) -> usize {
+        self.file
+            .codes
+            .iter()
+            .filter(|c| c.expires_unix_ms > now)
+            .count()
     }
 
     pub fn live_code(&self, user: Snowflake, now: u64) -> Option<&PairingCode> {
@@ -179,7 +191,7 @@ impl PairingBook {
         if self.file.issued.get(&user).map_or(0, Vec::len) >= rules.codes_per_user {
             return PairingDecision::Silent("this user has had enough codes for now");
         }
-        if self.file.codes.len() >= rules.max_live_codes {
+        if self.live_codes(now) >= rules.max_live_codes {
             return PairingDecision::Silent("too many pairing codes are live");
         }
         let mut pick = pick;
@@ -201,12 +213,15 @@ impl PairingBook {
         PairingDecision::Issue(code)
     }
 
-    /// Removes the codes of users for whom `allowed` holds; returns them.
+    /// Removes the codes of users for whom `allowed` holds; returns one per
+    /// such user (the newest), to tell them.
     pub fn take_approved(&mut self, allowed: impl Fn(Snowflake) -> bool) -> Vec<PairingCode> {
-        let (approved, live): (Vec<_>, Vec<_>) = std::mem::take(&mut self.file.codes)
+        let (mut approved, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.file.codes)
             .into_iter()
             .partition(|c| allowed(c.user_id));
-        self.file.codes = live;
+        self.file.codes = rest;
+        approved.sort_by_key(|c| (c.user_id, std::cmp::Reverse(c.issued_unix_ms)));
+        approved.dedup_by_key(|c| c.user_id);
         approved
     }
 }
@@ -374,7 +389,25 @@ mod tests {
             panic!("expired code is replaced");
         };
         assert_ne!(second, code);
-        assert_eq!(book.file.codes.len(), 1);
+        // The expired code stays (so `pair` can say "expired") until the
+        // window has passed; only one is live.
+        assert_eq!(book.file.codes.len(), 2);
+        assert_eq!(book.live_codes(later), 1);
+        book.prune(later + 600_000 + 3_600_000, &rules);
+        assert!(book.file.codes.is_empty());
+        // Approval: one notice per user, all their codes gone.
+        book.on_stranger(U, C, 10_000_000, &rules, &mut pick);
+        book.file.codes.push(PairingCode {
+            code: "OLD".into(),
+            user_id: U,
+            channel_id: C,
+            issued_unix_ms: 1,
+            expires_unix_ms: 9_999_999,
+        });
+        let approved = book.take_approved(|u| u == U);
+        assert_eq!(approved.len(), 1);
+        assert_ne!(approved[0].code, "OLD");
+        assert!(book.file.codes.is_empty());
     }
 
     #[test]

@@ -64,7 +64,10 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
                 continue;
             }
             let (task_ctx, busy) = (ctx.clone(), busy.clone());
+            // Counted from now, so a shutdown's drain cannot miss it.
+            let guard = ctx.inflight.begin(format!("result {}", result_id(&path)));
             ctx.spawn("bridge-result", async move {
+                let _guard = guard;
                 if deliver_result(&task_ctx, &path).await {
                     busy.borrow_mut().remove(&path);
                 }
@@ -76,7 +79,6 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
 /// Delivers one result file; returns whether it may be looked at again.
 async fn deliver_result(ctx: &Ctx, path: &std::path::Path) -> bool {
     let id = result_id(path);
-    let _guard = ctx.inflight.begin(format!("result {id}"));
     let result = match ctx.spool.read_result(path).await {
         Ok(result) => result,
         Err(BadResult::Io(e)) => {
@@ -134,7 +136,7 @@ async fn deliver_result(ctx: &Ctx, path: &std::path::Path) -> bool {
 
 /// While pairing codes are pending: notices approvals (and expiries).
 pub(crate) async fn watch_approvals(ctx: &Ctx) {
-    if ctx.pairing.borrow().file.codes.is_empty() {
+    if ctx.pairing.borrow().live_codes(now_unix_ms()) == 0 {
         return;
     }
     reread_access(ctx).await;
