@@ -33,6 +33,8 @@ struct Shared {
     path: PathBuf,
     pending: RefCell<Option<Vec<u8>>>,
     written: RefCell<Option<Vec<u8>>>,
+    /// Held across each write, so `flush` waits for one in progress.
+    turn: smol::lock::Mutex<()>,
     reporter: Reporter,
 }
 
@@ -55,6 +57,7 @@ impl Coalescing {
             path,
             pending: RefCell::new(None),
             written: RefCell::new(None),
+            turn: smol::lock::Mutex::new(()),
             reporter,
         });
         let task = background(shared.clone(), woken, debounce);
@@ -74,7 +77,7 @@ impl Coalescing {
         }
     }
 
-    /// Writes the pending value now (shutdown).
+    /// Writes the pending value now, after any write in progress (shutdown).
     pub async fn flush(&self) {
         write_pending(&self.shared).await;
     }
@@ -90,6 +93,7 @@ async fn background(shared: Rc<Shared>, woken: Receiver<()>, debounce: Duration)
 }
 
 async fn write_pending(shared: &Shared) {
+    let _turn = shared.turn.lock().await;
     let Some(bytes) = shared.pending.borrow_mut().take() else {
         return;
     };
