@@ -149,6 +149,14 @@ fn run_child_and_kill(path: &Path) -> u64 {
     std::thread::sleep(cycle.mul_f64(fastrand::f64()));
     child.kill().expect("SIGKILL child");
     child.wait().expect("reap child");
+    // Acks written while we slept are still in the pipe: the last one read
+    // is the real "last acknowledged" write.
+    for line in (&mut reports).lines() {
+        let Ok(line) = line else { break };
+        if let Ok(seq) = line.trim().parse::<u64>() {
+            acked.push(seq);
+        }
+    }
     drop(reports);
     let _ = done.send(());
     watchdog.join().expect("watchdog");

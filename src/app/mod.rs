@@ -1,6 +1,7 @@
 //! app: the command-line programs (`demo`, `run`, `sim`, `pair`, `status`,
 //! `failures`), one file each, on top of the library modules.
 
+mod failures;
 mod logging;
 mod pair;
 mod signals;
@@ -76,6 +77,9 @@ pub fn main(command: Command) -> ExitCode {
                 listen,
                 heartbeat_ms,
             } => sim::run(listen, heartbeat_ms).await,
+            Command::Failures { last, config } => {
+                failures::run(last, config.as_deref(), &process_env).await
+            }
             other => Err(format!("`{other:?}` is not available in this build yet")),
         }
     });
