@@ -89,7 +89,19 @@ fn pairing_code_is_approved_by_the_cli_while_the_bridge_runs() {
         let counters = bridge.counters.snapshot();
         assert_eq!(counters.pairing_codes_issued, 1);
         assert_eq!(counters.refused, 1);
-        bridge.stop().await;
+        let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;
+        assert_eq!(
+            journal
+                .iter()
+                .filter(|e| e.kind == "access_refused")
+                .count(),
+            1
+        );
+        let all = format!("{journal:?}");
+        assert!(
+            !all.contains("let me in") && !all.contains(&STRANGER.to_string()),
+            "{all}"
+        );
         // The code is used up.
         let book: PairingFile = serde_json::from_value(rig.json("pairing.json").unwrap()).unwrap();
         assert!(book.codes.is_empty(), "{book:?}");

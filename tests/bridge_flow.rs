@@ -95,10 +95,21 @@ fn transcription_timeout_is_reported_and_blocks_no_other_channel() {
         assert_eq!(line_count(&calls), 1);
         let counters = bridge.counters.clone();
         // Stopping drains: the counters are final.
-        bridge.stop().await;
+        let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;
         let counters = counters.snapshot();
         assert_eq!(counters.transcription_failures, 1);
         assert!(counters.failures >= 1);
+        // Recorded for the operator, by type only.
+        let entry = journal
+            .iter()
+            .find(|e| e.kind == "transcription")
+            .unwrap_or_else(|| panic!("no transcription failure in {journal:?}"));
+        assert_eq!(entry.message, "timed out after 2 s");
+        let all = format!("{journal:?}");
+        assert!(
+            !all.contains("meanwhile") && !all.contains(&ALICE.to_string()),
+            "{all}"
+        );
     });
 }
 
@@ -223,9 +234,19 @@ fn failed_delivery_runs_the_dm_fallback_and_archives_the_outcome() {
         assert!(rig.sim.messages_in(dm).is_empty());
         let counters = bridge.counters.clone();
         // Stopping drains: the counters are final.
-        bridge.stop().await;
+        let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;
         let counters = counters.snapshot();
         assert_eq!((counters.undelivered, counters.fallbacks_run), (2, 2));
+        let statuses: Vec<_> = journal
+            .iter()
+            .filter(|e| e.kind == "delivery")
+            .map(|e| e.status)
+            .collect();
+        assert_eq!(statuses, [Some(403), Some(503)], "{journal:?}");
+        assert!(
+            !format!("{journal:?}").contains("result"),
+            "no content in the journal"
+        );
     });
 }
 

@@ -56,7 +56,8 @@ fn after_offloaded_work_leaves_the_heartbeat_on_schedule() {
         beats(&handle, 2).await;
         let before = sim.stats().connections[0].beats.len();
         let subprocess = ex.spawn(async {
-            let spec = CommandSpec::new(vec!["sleep".into(), "1.5".into()], Duration::from_secs(10));
+            let spec =
+                CommandSpec::new(vec!["sleep".into(), "1.5".into()], Duration::from_secs(10));
             offload::run_command(spec).await.expect("sleep runs")
         });
         let writes = ex.spawn(async move {
@@ -78,7 +79,10 @@ fn after_offloaded_work_leaves_the_heartbeat_on_schedule() {
         );
         let lateness = handle.status().heartbeat.lifetime.lateness;
         let p99 = lateness.quantile(0.99).expect("beats");
-        assert!(p99 <= Duration::from_millis(50), "AFTER: lateness p99 {p99:?}");
+        assert!(
+            p99 <= Duration::from_millis(50),
+            "AFTER: lateness p99 {p99:?}"
+        );
     });
 }
 
@@ -91,25 +95,30 @@ fn before_inline_work_opens_a_gap_and_is_named() {
         wait_dispatch(&handle, "READY").await;
         beats(&handle, 2).await;
         let before = sim.stats().connections[0].beats.len();
-        ex.spawn(smolcord::loopwatch::watch("inline-blocking-work", async move {
-            // What the Python bridge did: the subprocess and the fsyncs on the loop.
-            std::process::Command::new("sleep")
-                .arg("1.5")
-                .status()
-                .expect("sleep runs");
-            for n in 0..50 {
-                let path = dir_path.join(format!("state-{}.json", n % 5));
-                let mut file = std::fs::File::create(&path).expect("create");
-                std::io::Write::write_all(&mut file, b"{}").expect("write");
-                file.sync_all().expect("fsync");
-            }
-        }))
+        ex.spawn(smolcord::loopwatch::watch(
+            "inline-blocking-work",
+            async move {
+                // What the Python bridge did: the subprocess and the fsyncs on the loop.
+                std::process::Command::new("sleep")
+                    .arg("1.5")
+                    .status()
+                    .expect("sleep runs");
+                for n in 0..50 {
+                    let path = dir_path.join(format!("state-{}.json", n % 5));
+                    let mut file = std::fs::File::create(&path).expect("create");
+                    std::io::Write::write_all(&mut file, b"{}").expect("write");
+                    file.sync_all().expect("fsync");
+                }
+            },
+        ))
         .await;
         beats(&handle, 2).await;
         let worst = worst_gap_after(&sim, before);
         assert!(worst >= 1400.0, "BEFORE: worst gap only {worst:.0} ms");
         let stalls = smolcord::loopwatch::stalls();
-        let named = stalls.get("inline-blocking-work").expect("stall detector names the task");
+        let named = stalls
+            .get("inline-blocking-work")
+            .expect("stall detector names the task");
         assert!(named.worst_ms >= 1400.0, "{named:?}");
         assert!(handle.status().heartbeat.lifetime.lateness.max() >= Duration::from_millis(1000));
     });

@@ -473,6 +473,7 @@ impl Loop {
                 Wake::Event(Ok(ShardEvent::Heartbeat(_))) => self.save_session_and_status(),
                 Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
                     log::info!("gateway disconnected ({reason}); the shard reconnects");
+                    self.ctx.reporter.fail(FailureKind::Gateway, "shard", None, reason);
                 }
                 Wake::Event(Ok(ShardEvent::Dispatch(dispatch))) => {
                     let seq = dispatch.seq;

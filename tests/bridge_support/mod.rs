@@ -9,7 +9,7 @@ use smol::{LocalExecutor, Task};
 use smolcord::bridge::{self, Bridge, BridgeCounters, BridgeError, BridgeOutcome, Tunables};
 use smolcord::config::Config;
 use smolcord::protocol::{Intents, Snowflake};
-use smolcord::recorder::Recorder;
+use smolcord::recorder::{journal_path, read_journal, JournalEntry, Recorder, RecorderConfig};
 use smolcord::rest::RestClient;
 use smolcord::shard::{Backoff, Shard, ShardConfig, ShardHandle};
 use smolcord::sim::{BotMessage, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
@@ -50,6 +50,7 @@ pub struct Running {
     pub shard: ShardHandle,
     pub reload: bridge::ReloadHandle,
     pub safe_mode: bool,
+    pub recorder: Recorder,
 }
 
 impl Running {
@@ -59,6 +60,20 @@ impl Running {
         let outcome = self.outcome.await.expect("bridge run");
         self.shard.shutdown();
         outcome
+    }
+
+    /// Stops the bridge, drains the recorder, and reads the failure journal.
+    pub async fn stop_and_read_journal(
+        self,
+        state_dir: &Path,
+    ) -> (BridgeOutcome, Vec<JournalEntry>) {
+        let recorder = self.recorder.clone();
+        let outcome = self.stop().await;
+        assert_eq!(recorder.shutdown(Duration::from_secs(2)).await, 0);
+        let journal = read_journal(&journal_path(state_dir))
+            .await
+            .expect("journal");
+        (outcome, journal.entries)
     }
 
     /// Waits for the bridge to end by itself (e.g. `!restart`).
@@ -145,10 +160,10 @@ impl Rig {
         })
         .detach();
         let rest = RestClient::new(&config.api_base, Rig::token());
-        let bridge =
-            Bridge::start_with(config, rest, handle.clone(), Recorder::disabled(), tunables)
-                .await
-                .expect("bridge start");
+        let recorder = Recorder::new(RecorderConfig::in_state_dir(&config.state_dir));
+        let bridge = Bridge::start_with(config, rest, handle.clone(), recorder.clone(), tunables)
+            .await
+            .expect("bridge start");
         let counters = bridge.counters();
         let reload = bridge.reload_handle();
         let safe_mode = bridge.safe_mode();
@@ -163,6 +178,7 @@ impl Rig {
             shard: handle,
             reload,
             safe_mode,
+            recorder,
         }
     }
 
