@@ -3,7 +3,7 @@
 //! [`Bridge::start`] loads what earlier runs left (access with the restore
 //! rule, pairing codes, restart markers, the restart-failure counter, which
 //! decides safe mode). [`Bridge::run`] consumes the shard's events on one
-//! thread: each message is classified without waiting ([`intake`]), queued
+//! thread: each message is classified without waiting (module `intake`), queued
 //! per channel (one channel in order, channels concurrently), and handled by
 //! its channel's worker: access and pairing, voice-note transcription, the
 //! agent (or the spool), delivery with DM fallback. A results poller
@@ -78,7 +78,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
-use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -473,7 +472,9 @@ impl Loop {
                 Wake::Event(Ok(ShardEvent::Heartbeat(_))) => self.save_session_and_status(),
                 Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
                     log::info!("gateway disconnected ({reason}); the shard reconnects");
-                    self.ctx.reporter.fail(FailureKind::Gateway, "shard", None, reason);
+                    self.ctx
+                        .reporter
+                        .fail(FailureKind::Gateway, "shard", None, reason);
                 }
                 Wake::Event(Ok(ShardEvent::Dispatch(dispatch))) => {
                     let seq = dispatch.seq;
@@ -712,9 +713,4 @@ async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
             delivery::record_rest(ctx, FailureKind::Rest, &e);
         }
     }
-}
-
-/// Where the bridge keeps `name` inside `state_dir` (for tools and tests).
-pub fn state_file(state_dir: &Path, name: &str) -> std::path::PathBuf {
-    state_dir.join(name)
 }
