@@ -19,6 +19,9 @@ use serde::Serialize;
 use smol::LocalExecutor;
 use smolcord::offload::{self, CommandSpec};
 
+#[path = "common/bench.rs"]
+mod bench;
+
 const ROUNDS: usize = 5;
 const WRITES_PER_ROUND: usize = 100;
 const COMMANDS_PER_ROUND: usize = 40;
@@ -59,10 +62,7 @@ fn main() {
         bench_writes(&ex, &dir, true).await;
         bench_commands(&ex).await;
 
-        // === LEAD: heartbeat lateness p99/max goes here ===
-        // Issue 5 asks for heartbeat lateness p99/max while 8 subprocesses
-        // of 2 s and 100 fsync writes/s run concurrently; that needs the
-        // shard's heartbeat task and the simulator, which land separately.
+        heartbeat_under_load(&ex, &dir).await;
     }));
     drop(temp);
 }
@@ -174,4 +174,100 @@ async fn probed<T>(
 fn fail(what: &str, e: impl std::fmt::Display) -> ! {
     eprintln!("offload_bench: cannot {what}: {e}");
     std::process::exit(1)
+}
+
+/// Heartbeat lateness (100 ms interval, real shard against the simulator)
+/// idle, then while 8 subprocesses of 2 s and 100 fsync'd writes/s run
+/// through offload — measured side by side in one run.
+async fn heartbeat_under_load(ex: &LocalExecutor<'_>, dir: &Path) {
+    const PHASE: Duration = Duration::from_secs(6);
+    let sim = bench::start_sim(Duration::from_millis(100));
+    let handle = bench::spawn_shard(ex, &sim, false);
+    bench::ready(&handle).await;
+    println!(
+        "\nheartbeat (100 ms interval) lateness, {} s per phase:",
+        PHASE.as_secs()
+    );
+    let (idle, _) = bench::beats_during(&handle, PHASE).await;
+    bench::print_lateness("  idle", &idle);
+
+    let load_end = Instant::now() + PHASE;
+    let commands = ex.spawn(async move {
+        let mut done = 0;
+        while Instant::now() < load_end {
+            let batch = (0..8).map(|_| {
+                let spec =
+                    CommandSpec::new(vec!["sleep".into(), "2".into()], Duration::from_secs(10));
+                async move {
+                    offload::run_command(spec)
+                        .await
+                        .is_ok_and(|out| out.success())
+                }
+            });
+            done += join_all(batch.collect()).await;
+        }
+        done
+    });
+    let path = dir.join("heartbeat-load.json");
+    let writes = ex.spawn(async move {
+        let mut written = 0u64;
+        let mut next = Instant::now();
+        while Instant::now() < load_end {
+            let state = State {
+                session_id: "abc",
+                resume_gateway_url: "wss://x",
+                seq: written,
+                allowed_users: vec![1, 2, 3],
+            };
+            offload::write_json_atomic(&path, &state)
+                .await
+                .expect("write");
+            written += 1;
+            next += Duration::from_millis(10);
+            Timer::at(next).await;
+        }
+        written
+    });
+    let (busy, _) = bench::beats_during(&handle, PHASE).await;
+    let (subprocesses, written) = (commands.await, writes.await);
+    bench::print_lateness(
+        &format!("  8 × sleep 2 + 100 fsync writes/s ({subprocesses} runs, {written} writes)"),
+        &busy,
+    );
+    let stats = sim.stats();
+    println!(
+        "  simulator: worst gap {:.1} ms, {} late beats of {}",
+        stats.connections[0].worst_gap_ms,
+        stats.connections[0].late,
+        stats.connections[0].heartbeats
+    );
+    handle.shutdown();
+}
+
+/// Runs the futures concurrently; counts those that gave `true`.
+async fn join_all<F: std::future::Future<Output = bool>>(futures: Vec<F>) -> usize {
+    use std::task::Poll;
+    let mut slots: Vec<_> = futures.into_iter().map(|f| Some(Box::pin(f))).collect();
+    let mut succeeded = 0;
+    futures_lite::future::poll_fn(|cx| {
+        let mut pending = false;
+        for slot in &mut slots {
+            if let Some(future) = slot {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(ok) => {
+                        succeeded += usize::from(ok);
+                        *slot = None;
+                    }
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    succeeded
 }
