@@ -4,6 +4,7 @@
 mod failures;
 mod logging;
 mod pair;
+mod run;
 mod signals;
 #[cfg(feature = "sim")]
 mod sim;
@@ -69,6 +70,7 @@ pub fn main(command: Command) -> ExitCode {
     let result = smol::block_on(async {
         match command {
             Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            Command::Run { config } => run::run(config.as_deref(), &process_env).await,
             Command::Pair { code, config } => {
                 pair::run(config.as_deref(), &process_env, &code).await
             }
