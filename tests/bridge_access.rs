@@ -1,4 +1,5 @@
 //! End-to-end: access control and pairing against the simulator.
+#![cfg(feature = "sim")]
 // Tests may block (std::fs, std::process); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 

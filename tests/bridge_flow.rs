@@ -1,5 +1,6 @@
 //! End-to-end: voice notes, the agent, delivery (split, 429, fallback), the
 //! spool, and per-channel ordering, against the simulator.
+#![cfg(feature = "sim")]
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 

@@ -1,5 +1,6 @@
 //! End-to-end: restart markers, resume after a restart, replay skipping,
 //! the restart-failure counter and safe mode, background state files.
+#![cfg(feature = "sim")]
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 

@@ -1,6 +1,7 @@
 //! The heartbeat against the simulator: on schedule by both sides' clocks,
 //! zombies found within two intervals, no false zombie after a local stall,
 //! and a blocking task named as the culprit.
+#![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // tests block the loop on purpose
 
 mod common;

@@ -1,5 +1,6 @@
 //! The token never appears in log output, errors or Debug output, through
 //! identify, resume, zombie, reconnect and a fatal close.
+#![cfg(feature = "sim")]
 
 mod common;
 
