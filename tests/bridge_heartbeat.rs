@@ -34,7 +34,9 @@ fn heartbeats_stay_on_schedule_through_slow_transcriptions() {
         let mut channels = Vec::new();
         for (user, name) in [(ALICE, "alice"), (OWNER, "owner"), (BOB, "bob")] {
             for _ in 0..2 {
-                let note = rig.sim.send_voice_dm(user, name, b"OggS\0x".to_vec(), Duration::from_secs(2));
+                let note =
+                    rig.sim
+                        .send_voice_dm(user, name, b"OggS\0x".to_vec(), Duration::from_secs(2));
                 channels.push(note.channel_id);
             }
         }
@@ -48,17 +50,37 @@ fn heartbeats_stay_on_schedule_through_slow_transcriptions() {
         bridge.stop().await;
 
         let stats = rig.sim.stats();
-        assert_eq!(stats.totals.connections, 1, "the gateway connection was lost");
+        assert_eq!(
+            stats.totals.connections, 1,
+            "the gateway connection was lost"
+        );
         let conn = &stats.connections[0];
-        let during: Vec<f64> = conn.beats.iter().skip(beats_before).map(|b| b.gap_ms).collect();
-        assert!(during.len() >= 8, "only {} beats during the work", during.len());
+        let during: Vec<f64> = conn
+            .beats
+            .iter()
+            .skip(beats_before)
+            .map(|b| b.gap_ms)
+            .collect();
+        assert!(
+            during.len() >= 8,
+            "only {} beats during the work",
+            during.len()
+        );
         let worst = during.iter().copied().fold(0.0, f64::max);
         assert!(
             worst < INTERVAL_MS as f64 * 1.5,
             "a {worst:.0} ms gap between beats while transcriptions ran"
         );
         assert_eq!(conn.missed_deadlines, 0);
-        let p99 = shard.heartbeat.lifetime.lateness.quantile(0.99).expect("beats");
-        assert!(p99 <= Duration::from_millis(100), "client lateness p99 {p99:?}");
+        let p99 = shard
+            .heartbeat
+            .lifetime
+            .lateness
+            .quantile(0.99)
+            .expect("beats");
+        assert!(
+            p99 <= Duration::from_millis(100),
+            "client lateness p99 {p99:?}"
+        );
     });
 }

@@ -36,7 +36,10 @@ fn the_demo_runs_to_its_report() {
         "gateway sessions      1",
         "heartbeat, gateway",
     ] {
-        assert!(stdout.contains(expected), "missing {expected:?} in:\n{stdout}");
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
     }
     // The demo cleans up its temporary state dir.
     let left: Vec<_> = std::fs::read_dir(state.path()).unwrap().collect();

@@ -149,6 +149,19 @@ impl Rig {
         config: Config,
         tunables: Tunables,
     ) -> Running {
+        let recorder = Recorder::new(RecorderConfig::in_state_dir(&config.state_dir));
+        self.start_with_recorder(ex, config, tunables, recorder)
+            .await
+    }
+
+    /// [`Rig::start`] with a given failure recorder.
+    pub async fn start_with_recorder(
+        &self,
+        ex: &Rc<LocalExecutor<'static>>,
+        config: Config,
+        tunables: Tunables,
+        recorder: Recorder,
+    ) -> Running {
         let intents = Intents::from_bits(config.intents);
         let mut shard_config = ShardConfig::new(Rig::token(), intents);
         shard_config.gateway_url = config.gateway_url.clone();
@@ -160,7 +173,6 @@ impl Rig {
         })
         .detach();
         let rest = RestClient::new(&config.api_base, Rig::token());
-        let recorder = Recorder::new(RecorderConfig::in_state_dir(&config.state_dir));
         let bridge = Bridge::start_with(config, rest, handle.clone(), recorder.clone(), tunables)
             .await
             .expect("bridge start");
