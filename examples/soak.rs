@@ -37,7 +37,10 @@ fn random_fault() -> Fault {
 }
 
 fn main() {
-    let faults: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(40);
+    let faults: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
     let sim = bench::start_sim(Duration::from_millis(300));
     let ex = LocalExecutor::new();
     smol::block_on(ex.run(async {

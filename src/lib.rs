@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod bridge;
 pub mod config;
 pub mod heartbeat;
 pub mod loopwatch;

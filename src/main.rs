@@ -36,7 +36,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    app::init_logging();
+    app::init_logging(command.default_log_filter());
     app::main(command)
 }
 
@@ -74,6 +74,8 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
         },
         Some("status") => Command::Status { config },
         Some("failures") => Command::Failures { last, config },
+        Some("demo-agent") => Command::DemoAgent,
+        Some("demo-transcribe") => Command::DemoTranscribe { file: positional },
         Some(other) => return Err(format!("unknown command `{other}`").into()),
     };
     Ok(Some(command))

@@ -1,6 +1,7 @@
 //! The heartbeat against the simulator: on schedule by both sides' clocks,
 //! zombies found within two intervals, no false zombie after a local stall,
 //! and a blocking task named as the culprit.
+#![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // tests block the loop on purpose
 
 mod common;
@@ -51,15 +52,25 @@ fn beats_land_on_schedule_and_both_clocks_agree() {
         let conn = &stats.connections[0];
         assert!(conn.beats.len() >= 8, "{}", conn.beats.len());
         // The first client gap is None (no previous beat); the simulator's
-        // first gap is measured from Hello. Compare the rest pairwise.
-        for (i, (ours, theirs)) in client.iter().zip(&conn.beats).enumerate().skip(1) {
-            let ours_ms = ours.gap.expect("gap").as_secs_f64() * 1000.0;
-            assert!(
-                (ours_ms - theirs.gap_ms).abs() < 25.0,
-                "beat {i}: client gap {ours_ms:.1} ms, simulator gap {:.1} ms",
-                theirs.gap_ms
-            );
-        }
+        // first gap is measured from Hello. Compare the rest pairwise: they
+        // agree within a few ms at the median; one delayed arrival (a busy
+        // CI core) shifts two neighbouring gaps, so single pairs get slack.
+        let mut differences: Vec<f64> = client
+            .iter()
+            .zip(&conn.beats)
+            .skip(1)
+            .map(|(ours, theirs)| {
+                let ours_ms = ours.gap.expect("gap").as_secs_f64() * 1000.0;
+                (ours_ms - theirs.gap_ms).abs()
+            })
+            .collect();
+        differences.sort_by(f64::total_cmp);
+        let median = differences[differences.len() / 2];
+        assert!(
+            median < 5.0,
+            "client and simulator gaps differ by {differences:?} ms"
+        );
+        assert!(differences.iter().all(|d| *d < 100.0), "{differences:?}");
         assert!(
             conn.worst_gap_ms < interval as f64 * 1.25,
             "worst gap {} ms",

@@ -3,6 +3,7 @@
 //! heartbeat on schedule; done inline on the loop it opens a gap the
 //! simulator sees and the stall detector names. Both halves assert, so the
 //! test shows it can tell the difference.
+#![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // the BEFORE half blocks on purpose
 
 mod common;

@@ -1,5 +1,6 @@
 //! The token never appears in log output, errors or Debug output, through
 //! identify, resume, zombie, reconnect and a fatal close.
+#![cfg(feature = "sim")]
 
 mod common;
 
@@ -33,13 +34,22 @@ fn the_token_never_reaches_the_log() {
         sim.fault(Fault::Close(4004));
         let error = wait_shard(&handle, SOON, |e| e.is_err()).await.unwrap_err();
         let status = handle.status();
-        assert!(matches!(wait_shard(&handle, SOON, |_| true).await, Err(_) | Ok(ShardEvent::Disconnected { .. })));
-        format!("{error} {error:?} {status:?} {}", serde_json::to_string(&status).unwrap())
+        assert!(matches!(
+            wait_shard(&handle, SOON, |_| true).await,
+            Err(_) | Ok(ShardEvent::Disconnected { .. })
+        ));
+        format!(
+            "{error} {error:?} {status:?} {}",
+            serde_json::to_string(&status).unwrap()
+        )
     });
     assert!(!config_debug.contains(SECRET), "{config_debug}");
     assert!(!errors.contains(SECRET), "{errors}");
     let logs = logs();
-    assert!(logs.len() > 10, "too few log lines to prove anything: {logs:?}");
+    assert!(
+        logs.len() > 10,
+        "too few log lines to prove anything: {logs:?}"
+    );
     let leaks: Vec<&String> = logs.iter().filter(|line| line.contains(SECRET)).collect();
     assert!(leaks.is_empty(), "token in the log: {leaks:#?}");
 }

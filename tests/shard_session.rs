@@ -1,4 +1,5 @@
 //! The shard against the simulator: identify, resume, reconnect, close codes.
+#![cfg(feature = "sim")]
 
 mod common;
 

@@ -1,8 +1,13 @@
 //! app: the command-line programs (`demo`, `run`, `sim`, `pair`, `status`,
 //! `failures`), one file each, on top of the library modules.
 
+#[cfg(feature = "sim")]
+mod demo;
+mod demo_tools;
 mod failures;
 mod logging;
+mod pair;
+mod run;
 mod signals;
 #[cfg(feature = "sim")]
 mod sim;
@@ -49,6 +54,13 @@ pub enum Command {
         /// `--config FILE`.
         config: Option<PathBuf>,
     },
+    /// The demo's stand-in agent (a subprocess of the demo).
+    DemoAgent,
+    /// The demo's stand-in transcriber (a subprocess of the demo).
+    DemoTranscribe {
+        /// The audio file.
+        file: Option<String>,
+    },
     /// Print the failure journal.
     Failures {
         /// `--last N`.
@@ -56,6 +68,17 @@ pub enum Command {
         /// `--config FILE`.
         config: Option<PathBuf>,
     },
+}
+
+impl Command {
+    /// The log filter when `RUST_LOG` is unset: the demo keeps the
+    /// simulator's own connection chatter out of the way.
+    pub fn default_log_filter(&self) -> &'static str {
+        match self {
+            Command::Demo | Command::Default { .. } => "info,smolcord::sim=warn",
+            _ => "info",
+        }
+    }
 }
 
 /// The process environment as a lookup function (tests pass their own).
@@ -67,7 +90,20 @@ pub fn process_env(name: &str) -> Option<String> {
 pub fn main(command: Command) -> ExitCode {
     let result = smol::block_on(async {
         match command {
+            Command::Default { config } => {
+                if process_env("DISCORD_TOKEN").is_some_and(|t| !t.trim().is_empty()) {
+                    run::run(config.as_deref(), &process_env).await
+                } else {
+                    default_without_token().await
+                }
+            }
+            #[cfg(feature = "sim")]
+            Command::Demo => demo::run().await,
             Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            Command::Run { config } => run::run(config.as_deref(), &process_env).await,
+            Command::Pair { code, config } => {
+                pair::run(config.as_deref(), &process_env, &code).await
+            }
             #[cfg(feature = "sim")]
             Command::Sim {
                 listen,
@@ -76,7 +112,13 @@ pub fn main(command: Command) -> ExitCode {
             Command::Failures { last, config } => {
                 failures::run(last, config.as_deref(), &process_env).await
             }
-            other => Err(format!("`{other:?}` is not available in this build yet")),
+            // Subprocesses of the demo: they block on purpose (own process).
+            Command::DemoAgent => Ok(demo_tools::agent()),
+            Command::DemoTranscribe { file } => Ok(demo_tools::transcribe(file.as_deref())),
+            #[cfg(not(feature = "sim"))]
+            Command::Demo | Command::Sim { .. } => {
+                Err("this build has no simulator (cargo feature `sim`)".into())
+            }
         }
     });
     match result {
@@ -87,4 +129,17 @@ pub fn main(command: Command) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+#[cfg(feature = "sim")]
+async fn default_without_token() -> Result<ExitCode, String> {
+    demo::run().await
+}
+
+#[cfg(not(feature = "sim"))]
+async fn default_without_token() -> Result<ExitCode, String> {
+    Err(
+        "DISCORD_TOKEN is not set, and this build has no simulator for the demo (feature `sim`)"
+            .into(),
+    )
 }

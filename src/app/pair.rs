@@ -1,0 +1,36 @@
+//! `smolcord pair CODE`: approve a pairing code. Adds the code's user to
+//! `access.json` (atomic, with a backup); a running bridge notices within a
+//! results-poll tick and tells the user, no restart needed.
+
+use crate::bridge::{approve_code, PairError};
+use crate::config::{Config, Env};
+use crate::status::now_unix_ms;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Approves `code`; exit 0 when the user is (now) allowed, 1 for a wrong
+/// or expired code (said plainly on stdout), `Err` for a state problem.
+pub async fn run(config: Option<&Path>, env: Env<'_>, code: &str) -> Result<ExitCode, String> {
+    let config = Config::load(config, env).await.map_err(|e| e.to_string())?;
+    match approve_code(&config.state_dir, code, now_unix_ms()).await {
+        Ok(approval) if approval.already_allowed => {
+            println!(
+                "user {} was already allowed; nothing to do",
+                approval.user_id
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(approval) => {
+            println!(
+                "approved: user {} may now talk to the agent (the running bridge picks this up by itself)",
+                approval.user_id
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ (PairError::Unknown(_) | PairError::Expired { .. })) => {
+            println!("{e}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(PairError::State(detail)) => Err(detail),
+    }
+}

@@ -1,0 +1,164 @@
+//! The agent hand-off: `agent_cmd` runs with the task JSON on stdin, its
+//! stdout is the reply. While it runs the user sees a typing indicator
+//! (renewed every ~8 s; Discord shows one for about 10 s) and, if it takes
+//! long, a "working…" placeholder that the reply then replaces. Runs are
+//! capped at `agent_concurrency` at once.
+
+use super::counters::Counter;
+use super::ctx::Ctx;
+use super::delivery::record_rest;
+use super::spool::Task;
+use crate::offload::{run_command, CommandOutput, CommandSpec};
+use crate::protocol::Snowflake;
+use crate::recorder::FailureKind;
+use async_io::Timer;
+use smol::channel;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// The placeholder's text.
+pub const PLACEHOLDER: &str = "working…";
+
+/// What the agent run gave.
+pub(crate) struct AgentRun {
+    /// The reply, or the text telling the user it failed.
+    pub reply: Result<String, String>,
+    /// The placeholder message, if one was posted.
+    pub placeholder: Option<String>,
+}
+
+/// Runs the agent for `task` (waits for a slot first).
+pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> AgentRun {
+    let _slot = ctx.agent_slots.acquire().await;
+    ctx.counters.bump(Counter::AgentRuns);
+    let timeout = Duration::from_secs(ctx.config.agent_timeout_s);
+    let program = argv.first().cloned().unwrap_or_default();
+    let mut spec = CommandSpec::new(argv, timeout);
+    spec.stdin = serde_json::to_vec(task).ok();
+
+    // The indicator runs as its own task so that stopping it never cuts a
+    // REST call in half (a half-sent placeholder would be left behind).
+    let (stop_tx, stop_rx) = channel::bounded::<()>(1);
+    let (done_tx, done_rx) = channel::bounded::<Option<String>>(1);
+    let placeholder = Rc::new(RefCell::new(None));
+    {
+        let ctx = ctx.clone();
+        let channel = task.channel_id;
+        let placeholder = placeholder.clone();
+        ctx.clone().spawn("bridge-typing", async move {
+            indicate(&ctx, channel, stop_rx, &placeholder).await;
+            let _ = done_tx.try_send(placeholder.borrow_mut().take());
+        });
+    }
+    let result = run_command(spec).await;
+    drop(stop_tx);
+    let placeholder = done_rx.recv().await.unwrap_or(None);
+
+    let reply = match result {
+        Ok(out) => judge(ctx, &program, timeout, &out),
+        Err(e) => {
+            log::warn!("agent_cmd could not be run: {e}");
+            ctx.counters.bump(Counter::AgentFailures);
+            ctx.reporter
+                .fail(FailureKind::Agent, &program, None, "could not be started");
+            Err("Sorry, the agent could not be started.".to_owned())
+        }
+    };
+    AgentRun { reply, placeholder }
+}
+
+fn judge(
+    ctx: &Ctx,
+    program: &str,
+    timeout: Duration,
+    out: &CommandOutput,
+) -> Result<String, String> {
+    let fail = |status: Option<i64>, why: String, user: String| {
+        log::warn!("agent_cmd {why}");
+        ctx.counters.bump(Counter::AgentFailures);
+        ctx.reporter.fail(FailureKind::Agent, program, status, why);
+        Err(user)
+    };
+    if out.timed_out {
+        let secs = timeout.as_secs();
+        return fail(
+            None,
+            format!("timed out after {secs} s"),
+            format!("Sorry, the agent did not answer within {secs} s."),
+        );
+    }
+    if !out.success() {
+        let why = match (out.exit_code, out.signal) {
+            (Some(code), _) => format!("exited with code {code}"),
+            (None, Some(signal)) => format!("was killed by signal {signal}"),
+            _ => "ended abnormally".to_owned(),
+        };
+        return fail(
+            out.exit_code.map(i64::from),
+            why.clone(),
+            format!("Sorry, the agent failed ({why})."),
+        );
+    }
+    let text = out.stdout_text();
+    if text.trim().is_empty() {
+        return fail(
+            Some(0),
+            "gave an empty reply".to_owned(),
+            "The agent finished without a reply.".to_owned(),
+        );
+    }
+    Ok(text)
+}
+
+/// Typing every `typing_interval`, and a placeholder after
+/// `placeholder_after`, until `stop` closes.
+async fn indicate(
+    ctx: &Ctx,
+    channel: Snowflake,
+    stop: channel::Receiver<()>,
+    placeholder: &RefCell<Option<String>>,
+) {
+    let started = Instant::now();
+    let channel_id = channel.to_string();
+    let mut next_typing = started;
+    let mut placeholder_at = ctx.tunables.placeholder_after.map(|after| started + after);
+    loop {
+        let now = Instant::now();
+        if now >= next_typing {
+            if let Err(e) = ctx.rest.trigger_typing(&channel_id).await {
+                log::debug!("typing indicator: {e}");
+                record_rest(ctx, FailureKind::Rest, &e);
+            }
+            next_typing = Instant::now() + ctx.tunables.typing_interval;
+        }
+        if let Some(at) = placeholder_at {
+            if Instant::now() >= at {
+                // One try only: a failed placeholder is not worth a retry.
+                placeholder_at = None;
+                match ctx.rest.create_message(&channel_id, PLACEHOLDER).await {
+                    Ok(message) => *placeholder.borrow_mut() = Some(message.id),
+                    Err(e) => {
+                        log::debug!("placeholder: {e}");
+                        record_rest(ctx, FailureKind::Rest, &e);
+                    }
+                }
+            }
+        }
+        let wake = placeholder_at.map_or(next_typing, |at| next_typing.min(at));
+        let stopped = futures_lite::future::or(
+            async {
+                let _ = stop.recv().await;
+                true
+            },
+            async {
+                Timer::at(wake).await;
+                false
+            },
+        )
+        .await;
+        if stopped {
+            return;
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! What the bridge has done, as counters anyone may read while it runs
+//! (the status snapshot, the demo report). Atomics behind an `Arc`, so a
+//! read never waits for the bridge and the handle can cross threads.
+
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A cheap, cloneable handle on the bridge's counters.
+#[derive(Clone, Debug, Default)]
+pub struct BridgeCounters {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    messages_handled: AtomicU64,
+    replies_delivered: AtomicU64,
+    transcriptions: AtomicU64,
+    transcription_failures: AtomicU64,
+    agent_runs: AtomicU64,
+    agent_failures: AtomicU64,
+    tasks_spooled: AtomicU64,
+    results_delivered: AtomicU64,
+    results_malformed: AtomicU64,
+    fallbacks_run: AtomicU64,
+    undelivered: AtomicU64,
+    failures: AtomicU64,
+    refused: AtomicU64,
+    pairing_codes_issued: AtomicU64,
+    replays_skipped: AtomicU64,
+    safe_mode: AtomicBool,
+}
+
+/// A point-in-time copy of the counters (what serialises).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CountersSnapshot {
+    /// Messages from allowed users taken into handling.
+    pub messages_handled: u64,
+    /// Replies and results that reached Discord (one per reply, however many chunks).
+    pub replies_delivered: u64,
+    /// Voice notes transcribed.
+    pub transcriptions: u64,
+    /// Voice notes that could not be transcribed.
+    pub transcription_failures: u64,
+    /// Agent command runs.
+    pub agent_runs: u64,
+    /// Agent runs that failed or timed out.
+    pub agent_failures: u64,
+    /// Tasks written to `spool/tasks`.
+    pub tasks_spooled: u64,
+    /// Spooled results delivered.
+    pub results_delivered: u64,
+    /// Result files moved aside as malformed.
+    pub results_malformed: u64,
+    /// DM fallback command runs.
+    pub fallbacks_run: u64,
+    /// Replies that could not be delivered (archived with the outcome).
+    pub undelivered: u64,
+    /// Failures reported to the recorder.
+    pub failures: u64,
+    /// Messages from people not allowed (or not answered in safe mode).
+    pub refused: u64,
+    /// Pairing codes issued.
+    pub pairing_codes_issued: u64,
+    /// Replayed messages skipped (already processed before a restart).
+    pub replays_skipped: u64,
+    /// Whether this run is in safe mode.
+    pub safe_mode: bool,
+}
+
+/// Which counter to bump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counter {
+    MessagesHandled,
+    RepliesDelivered,
+    Transcriptions,
+    TranscriptionFailures,
+    AgentRuns,
+    AgentFailures,
+    TasksSpooled,
+    ResultsDelivered,
+    ResultsMalformed,
+    FallbacksRun,
+    Undelivered,
+    Failures,
+    Refused,
+    PairingCodesIssued,
+    ReplaysSkipped,
+}
+
+impl BridgeCounters {
+    pub(crate) fn bump(&self, counter: Counter) {
+        let i = &self.inner;
+        let cell = match counter {
+            Counter::MessagesHandled => &i.messages_handled,
+            Counter::RepliesDelivered => &i.replies_delivered,
+            Counter::Transcriptions => &i.transcriptions,
+            Counter::TranscriptionFailures => &i.transcription_failures,
+            Counter::AgentRuns => &i.agent_runs,
+            Counter::AgentFailures => &i.agent_failures,
+            Counter::TasksSpooled => &i.tasks_spooled,
+            Counter::ResultsDelivered => &i.results_delivered,
+            Counter::ResultsMalformed => &i.results_malformed,
+            Counter::FallbacksRun => &i.fallbacks_run,
+            Counter::Undelivered => &i.undelivered,
+            Counter::Failures => &i.failures,
+            Counter::Refused => &i.refused,
+            Counter::PairingCodesIssued => &i.pairing_codes_issued,
+            Counter::ReplaysSkipped => &i.replays_skipped,
+        };
+        cell.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_safe_mode(&self, on: bool) {
+        self.inner.safe_mode.store(on, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> CountersSnapshot {
+        let i = &self.inner;
+        let get = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
+        CountersSnapshot {
+            messages_handled: get(&i.messages_handled),
+            replies_delivered: get(&i.replies_delivered),
+            transcriptions: get(&i.transcriptions),
+            transcription_failures: get(&i.transcription_failures),
+            agent_runs: get(&i.agent_runs),
+            agent_failures: get(&i.agent_failures),
+            tasks_spooled: get(&i.tasks_spooled),
+            results_delivered: get(&i.results_delivered),
+            results_malformed: get(&i.results_malformed),
+            fallbacks_run: get(&i.fallbacks_run),
+            undelivered: get(&i.undelivered),
+            failures: get(&i.failures),
+            refused: get(&i.refused),
+            pairing_codes_issued: get(&i.pairing_codes_issued),
+            replays_skipped: get(&i.replays_skipped),
+            safe_mode: i.safe_mode.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The counters as JSON (for [`crate::status::StatusSnapshot::capture`]).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self.snapshot()).unwrap_or_default()
+    }
+}
+
+impl Serialize for BridgeCounters {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.snapshot().serialize(serializer)
+    }
+}

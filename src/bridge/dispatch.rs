@@ -1,0 +1,340 @@
+//! The dispatch loop: consumes the shard's events in order and never waits
+//! on anything slow. Messages are classified and queued per channel;
+//! READY/RESUMED restore access before any decision and send the restart
+//! and safe-mode notices; heartbeats trigger the (coalesced, background)
+//! session and status saves; the owner's `!restart` writes its marker and
+//! ends the loop. On the way out: the bounded drain and the final save.
+
+use super::counters;
+use super::ctx::Ctx;
+use super::delivery;
+use super::directory::ChannelDirectory;
+use super::intake::{classify, Intake};
+use super::persist::Coalescing;
+use super::restart::{self, RestartMarker};
+use super::{access, results, worker, BridgeOutcome};
+use crate::offload;
+use crate::protocol::{Message, Ready, Snowflake};
+use crate::recorder::FailureKind;
+use crate::shard::{ShardError, ShardEvent, ShardHandle};
+use crate::status::{now_unix_ms, StatusSnapshot};
+use smol::channel::{Receiver, Sender};
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Instant;
+
+pub(crate) struct Writers {
+    pub session: Coalescing,
+    pub status: Coalescing,
+    pub directory: Coalescing,
+}
+
+/// The dispatch loop and its state.
+pub(crate) struct Loop {
+    pub ctx: Rc<Ctx>,
+    pub shard: ShardHandle,
+    pub writers: Writers,
+    pub directory: ChannelDirectory,
+    pub marker: Option<RestartMarker>,
+    pub reload: Receiver<()>,
+    pub safe_mode_told: bool,
+}
+
+enum Wake {
+    Stop,
+    Reload,
+    Event(Result<ShardEvent, ShardError>),
+}
+
+impl Loop {
+    pub async fn run(
+        mut self,
+        stop: impl Future<Output = ()>,
+        poll_stop: Sender<()>,
+    ) -> BridgeOutcome {
+        let mut stop = std::pin::pin!(stop);
+        let outcome = loop {
+            let wake = futures_lite::future::or(
+                async {
+                    (&mut stop).await;
+                    Wake::Stop
+                },
+                futures_lite::future::or(
+                    async {
+                        match self.reload.recv().await {
+                            Ok(()) => Wake::Reload,
+                            Err(_) => std::future::pending().await,
+                        }
+                    },
+                    async { Wake::Event(self.shard.next_event().await) },
+                ),
+            )
+            .await;
+            match wake {
+                Wake::Stop => break BridgeOutcome::Stopped,
+                Wake::Reload => {
+                    log::info!("reloading access state (SIGHUP)");
+                    let ctx = self.ctx.clone();
+                    self.ctx.spawn("bridge-reload", async move {
+                        worker::reread_access(&ctx).await;
+                        results::watch_approvals(&ctx).await;
+                    });
+                }
+                Wake::Event(Err(e)) => {
+                    log::error!("the shard stopped: {e}");
+                    self.ctx.reporter.fail(
+                        FailureKind::Gateway,
+                        "shard",
+                        match &e {
+                            ShardError::Fatal { code, .. } => Some(i64::from(*code)),
+                            _ => None,
+                        },
+                        "gateway session ended for good",
+                    );
+                    break BridgeOutcome::ShardFatal(e);
+                }
+                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => self.save_session_and_status(),
+                Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
+                    log::info!("gateway disconnected ({reason}); the shard reconnects");
+                    self.ctx
+                        .reporter
+                        .fail(FailureKind::Gateway, "shard", None, reason);
+                }
+                Wake::Event(Ok(ShardEvent::Dispatch(dispatch))) => {
+                    let seq = dispatch.seq;
+                    match dispatch.name.as_str() {
+                        "READY" => {
+                            self.ctx.floor.borrow_mut().new_session(seq);
+                            match dispatch.data::<Ready>() {
+                                Ok(ready) => self.remember_bot(ready.user.id),
+                                Err(e) => log::warn!("READY could not be decoded: {e}"),
+                            }
+                            self.session_started().await;
+                        }
+                        "RESUMED" => {
+                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.session_started().await;
+                        }
+                        "MESSAGE_CREATE" => {
+                            self.ctx.floor.borrow_mut().consumed(seq);
+                            match dispatch.data::<Message>() {
+                                Ok(message) => {
+                                    if let Some(outcome) = self.on_message(message, seq).await {
+                                        break outcome;
+                                    }
+                                }
+                                Err(e) => {
+                                    log::warn!("MESSAGE_CREATE #{seq} could not be decoded: {e}");
+                                    self.ctx.reporter.fail(
+                                        FailureKind::Gateway,
+                                        "MESSAGE_CREATE",
+                                        None,
+                                        "undecodable message payload",
+                                    );
+                                }
+                            }
+                        }
+                        name => {
+                            self.ctx.floor.borrow_mut().consumed(seq);
+                            match self.directory.apply(name, dispatch.raw_data()) {
+                                Ok(true) => self.writers.directory.set(&self.directory),
+                                Ok(false) => {}
+                                Err(e) => log::warn!("{name} #{seq} could not be decoded: {e}"),
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        self.shut_down(poll_stop, &outcome).await;
+        outcome
+    }
+
+    fn remember_bot(&self, id: Snowflake) {
+        let mut runtime = self.ctx.runtime.borrow_mut();
+        if runtime.bot_user_id != Some(id) {
+            runtime.bot_user_id = Some(id);
+            self.ctx.runtime_writer.set(&*runtime);
+        }
+    }
+
+    fn save_session_and_status(&self) {
+        let status = self.shard.status();
+        let state = self.ctx.floor.borrow().state_to_save(status.state.clone());
+        self.writers.session.set(&state);
+        self.writers.status.set(&StatusSnapshot::capture(
+            &status,
+            self.ctx.counters.to_json(),
+        ));
+    }
+
+    /// READY or RESUMED: restore access before any access decision, then
+    /// say we are back (restart marker) and announce safe mode.
+    async fn session_started(&mut self) {
+        match access::load_with_restore(&self.ctx.state_dir).await {
+            Ok((loaded, bytes)) => self.ctx.access.borrow_mut().apply_load(loaded, bytes),
+            Err(e) => {
+                log::error!("reading access state at READY: {e}; keeping the state in memory");
+                self.ctx.reporter.fail(
+                    FailureKind::State,
+                    "access.json",
+                    None,
+                    "access read failed",
+                );
+            }
+        }
+        if let Some(marker) = self.marker.take() {
+            let ctx = self.ctx.clone();
+            let guard = self.ctx.inflight.begin("restart notice".into());
+            self.ctx.spawn("bridge-restart-notice", async move {
+                let _guard = guard;
+                let text = "Back online after the restart.";
+                if delivery::notify(&ctx, marker.channel_id, text).await {
+                    if let Err(e) =
+                        offload::remove_file(&restart::restart_path(&ctx.state_dir)).await
+                    {
+                        log::warn!("removing the restart marker: {e}");
+                    }
+                }
+            });
+        }
+        if self.ctx.safe_mode && !self.safe_mode_told {
+            self.safe_mode_told = true;
+            let owner = self.ctx.access.borrow().owner();
+            if let Some(owner) = owner {
+                let ctx = self.ctx.clone();
+                self.ctx.spawn("bridge-safe-mode-notice", async move {
+                    tell_owner_safe_mode(&ctx, owner).await;
+                });
+            }
+        }
+    }
+
+    async fn on_message(&mut self, message: Message, seq: u64) -> Option<BridgeOutcome> {
+        let ctx = &self.ctx;
+        let role = ctx.access.borrow().role(message.author.id);
+        let intake = classify(&message, ctx.bot_user(), &ctx.runtime.borrow(), role);
+        match intake {
+            Intake::Ignore(why) => log::debug!("message {} ignored: {why}", message.id),
+            Intake::Replay => {
+                ctx.counters.bump(counters::Counter::ReplaysSkipped);
+                log::info!(
+                    "message {} was processed before the restart; skipping its replay",
+                    message.id
+                );
+            }
+            Intake::Restart => {
+                self.restart_requested(&message).await;
+                return Some(BridgeOutcome::RestartRequested);
+            }
+            Intake::Queue => {
+                let ticket = ctx.floor.borrow_mut().begin(seq);
+                let guard = ctx.inflight.begin(format!(
+                    "message {} in channel {}: queued",
+                    message.id, message.channel_id
+                ));
+                worker::enqueue(
+                    ctx,
+                    worker::Job {
+                        message,
+                        ticket,
+                        guard,
+                        received_unix_ms: now_unix_ms(),
+                    },
+                );
+            }
+        }
+        None
+    }
+
+    async fn restart_requested(&self, message: &Message) {
+        log::info!("the owner asked for a restart");
+        let ctx = &self.ctx;
+        ctx.mark_processed(message.channel_id, message.id);
+        let marker = RestartMarker {
+            requested_by: message.author.id,
+            channel_id: message.channel_id,
+            message_id: message.id,
+            requested_unix_ms: now_unix_ms(),
+        };
+        // Needed for correctness (the "back" notice): awaited.
+        if let Err(e) =
+            offload::write_json_atomic(&restart::restart_path(&ctx.state_dir), &marker).await
+        {
+            log::error!("writing the restart marker: {e}; restarting without it");
+            ctx.reporter.fail(
+                FailureKind::State,
+                "restart.json",
+                None,
+                "marker write failed",
+            );
+        }
+        let guard = ctx.inflight.begin("restart acknowledgement".into());
+        let task_ctx = ctx.clone();
+        let channel = message.channel_id;
+        ctx.spawn("bridge-restart-ack", async move {
+            let _guard = guard;
+            if delivery::notify(&task_ctx, channel, "Restarting…").await {
+                task_ctx.turn_succeeded();
+            }
+        });
+    }
+
+    async fn shut_down(&self, poll_stop: Sender<()>, outcome: &BridgeOutcome) {
+        let ctx = &self.ctx;
+        ctx.stopping.set(true);
+        drop(poll_stop);
+        let bound = ctx.tunables.drain_timeout;
+        let left = ctx.inflight.drain(Instant::now() + bound).await;
+        if left.is_empty() {
+            log::info!("bridge stopping ({outcome:?}): nothing left in flight");
+        } else {
+            log::warn!(
+                "bridge stopping ({outcome:?}): {} job(s) unfinished after {:.1} s, abandoned (their messages are replayed on resume): {}",
+                left.len(),
+                bound.as_secs_f64(),
+                left.join("; ")
+            );
+        }
+        // The floor still holds the abandoned messages' seqs, so the saved
+        // session resumes before them.
+        self.save_session_and_status();
+        ctx.runtime_writer.set(&*ctx.runtime.borrow());
+        let flush = async {
+            ctx.runtime_writer.flush().await;
+            self.writers.session.flush().await;
+            self.writers.status.flush().await;
+            self.writers.directory.flush().await;
+            true
+        };
+        let timeout = async {
+            async_io::Timer::after(ctx.tunables.save_timeout).await;
+            false
+        };
+        if !futures_lite::future::or(flush, timeout).await {
+            log::warn!(
+                "the final state save did not finish within {:.1} s; the files keep their previous values",
+                ctx.tunables.save_timeout.as_secs_f64()
+            );
+        }
+    }
+}
+
+async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
+    let text = format!(
+        "Started in safe mode: {} start-ups in a row did not complete a turn. Only you are answered until a message gets through; check the log and `smolcord failures`.",
+        ctx.runtime.borrow().failed_starts.saturating_sub(1)
+    );
+    match ctx.rest.create_dm(&owner.to_string()).await {
+        Ok(dm) => match dm.id.parse::<Snowflake>() {
+            Ok(channel) => {
+                delivery::notify(ctx, channel, &text).await;
+            }
+            Err(e) => log::warn!("safe-mode notice: DM channel id: {e}"),
+        },
+        Err(e) => {
+            log::warn!("safe-mode notice: opening a DM with the owner failed: {e}");
+            delivery::record_rest(ctx, FailureKind::Rest, &e);
+        }
+    }
+}

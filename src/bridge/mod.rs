@@ -1,0 +1,404 @@
+//! bridge: the application. Discord DMs to a local agent and back.
+//!
+//! [`Bridge::start`] loads what earlier runs left (access with the restore
+//! rule, pairing codes, restart markers, the restart-failure counter, which
+//! decides safe mode). [`Bridge::run`] consumes the shard's events on one
+//! thread: each message is classified without waiting (module `intake`), queued
+//! per channel (one channel in order, channels concurrently), and handled by
+//! its channel's worker: access and pairing, voice-note transcription, the
+//! agent (or the spool), delivery with DM fallback. A results poller
+//! delivers `spool/results/`. State goes to disk through
+//! [`crate::offload`]; the session, status, runtime and directory files are
+//! written by coalescing background writers, so no message ever waits for a
+//! disk write it does not need.
+//!
+//! ```no_run
+//! # use smolcord::{bridge::{self, Bridge, BridgeOutcome}, config::Config, recorder::Recorder,
+//! #     rest::RestClient, shard::{Shard, ShardConfig}, token::Token, protocol::Intents};
+//! # smol::block_on(async {
+//! let config = Config::with_state_dir("/var/lib/smolcord");
+//! let token = Token::new("…").unwrap();
+//! let mut shard_config = ShardConfig::new(token.clone(), Intents::DIRECT_MESSAGES);
+//! shard_config.state = bridge::load_session_state(&config.state_dir).await;
+//! let (shard, handle) = Shard::new(shard_config);
+//! smol::spawn(shard.run()).detach();
+//! let rest = RestClient::new(&config.api_base, token);
+//! let bridge = Bridge::start(config, rest, handle, Recorder::disabled()).await?;
+//! match bridge.run(std::future::pending()).await? {
+//!     BridgeOutcome::RestartRequested => std::process::exit(0),
+//!     other => println!("{other:?}"),
+//! }
+//! # Ok::<(), bridge::BridgeError>(()) });
+//! ```
+
+pub mod access;
+mod agent;
+mod counters;
+mod ctx;
+mod delivery;
+pub mod directory;
+mod dispatch;
+mod inflight;
+mod intake;
+pub mod pairing;
+mod persist;
+mod report;
+pub mod restart;
+mod results;
+pub mod spool;
+mod transcribe;
+mod worker;
+
+pub use access::{AccessFile, Role};
+pub use agent::PLACEHOLDER;
+pub use counters::{BridgeCounters, CountersSnapshot};
+pub use pairing::{approve_code, Approval, PairError, PairingRules};
+pub use persist::{load_session_state, session_path, SESSION_FILE};
+
+use crate::config::Config;
+use crate::offload;
+use crate::protocol::Snowflake;
+use crate::recorder::Recorder;
+use crate::rest::RestClient;
+use crate::shard::{ShardError, ShardHandle};
+use crate::status;
+use access::Access;
+use ctx::Ctx;
+use directory::ChannelDirectory;
+use inflight::Inflight;
+use pairing::PairingBook;
+use persist::{Coalescing, SeqFloor};
+use report::Reporter;
+use restart::{RestartMarker, RuntimeState};
+use smol::channel::{self, Receiver, Sender};
+use smol::lock::Semaphore;
+use smol::LocalExecutor;
+use spool::Spool;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Knobs that are not config keys (tests shorten them).
+#[derive(Clone, Copy, Debug)]
+pub struct Tunables {
+    /// Pairing code rules.
+    pub pairing: PairingRules,
+    /// Typing indicator renewal while the agent runs.
+    pub typing_interval: Duration,
+    /// Post a "working…" placeholder after this long (`None`: never).
+    pub placeholder_after: Option<Duration>,
+    /// Bound on waiting for work in flight at shutdown.
+    pub drain_timeout: Duration,
+    /// Bound on the final state save.
+    pub save_timeout: Duration,
+    /// Channel directory writes are debounced by this much.
+    pub directory_debounce: Duration,
+    /// Runtime state (processed ids, counter) writes are debounced by this much.
+    pub runtime_debounce: Duration,
+    /// Transcriptions running at once.
+    pub transcribe_concurrency: usize,
+}
+
+impl Default for Tunables {
+    fn default() -> Self {
+        Tunables {
+            pairing: PairingRules::default(),
+            typing_interval: Duration::from_secs(8),
+            placeholder_after: Some(Duration::from_secs(10)),
+            drain_timeout: Duration::from_secs(5),
+            save_timeout: Duration::from_secs(5),
+            directory_debounce: Duration::from_secs(2),
+            runtime_debounce: Duration::from_millis(500),
+            transcribe_concurrency: 2,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub enum BridgeOutcome {
+    /// `stop` resolved.
+    Stopped,
+    /// The owner sent `!restart`; markers are written: exit so the
+    /// supervisor starts us again.
+    RestartRequested,
+    /// The shard stopped for good (a fatal close code, or its driver ended).
+    ShardFatal(ShardError),
+}
+
+/// Why the bridge could not start.
+#[derive(Debug)]
+pub enum BridgeError {
+    /// A config value the bridge cannot use.
+    Config(String),
+    /// State could not be read or written at start-up.
+    State(offload::Error),
+}
+
+impl fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BridgeError::Config(detail) => write!(f, "bridge config: {detail}"),
+            BridgeError::State(e) => write!(f, "bridge state: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for BridgeError {}
+
+impl From<offload::Error> for BridgeError {
+    fn from(e: offload::Error) -> Self {
+        BridgeError::State(e)
+    }
+}
+
+/// Asks a running bridge to re-read its access state (SIGHUP).
+#[derive(Clone, Debug)]
+pub struct ReloadHandle(Sender<()>);
+
+impl ReloadHandle {
+    /// Requests a reload; never waits.
+    pub fn reload(&self) {
+        let _ = self.0.try_send(());
+    }
+}
+
+/// The bridge, started and ready to run.
+pub struct Bridge {
+    config: Config,
+    tunables: Tunables,
+    rest: RestClient,
+    shard: ShardHandle,
+    reporter: Reporter,
+    counters: BridgeCounters,
+    access: Access,
+    pairing: PairingBook,
+    runtime: RuntimeState,
+    marker: Option<RestartMarker>,
+    safe_mode: bool,
+    reload_tx: Sender<()>,
+    reload_rx: Receiver<()>,
+}
+
+impl fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bridge")
+            .field("state_dir", &self.config.state_dir)
+            .field("safe_mode", &self.safe_mode)
+            .finish_non_exhaustive()
+    }
+}
+
+fn snowflake(key: &str, value: &str) -> Result<Snowflake, BridgeError> {
+    value
+        .parse()
+        .map_err(|e| BridgeError::Config(format!("{key}: {e}")))
+}
+
+impl Bridge {
+    /// Loads access (restore from backup rule), restart markers, counters;
+    /// bumps the restart-failure counter; decides safe mode.
+    pub async fn start(
+        config: Config,
+        rest: RestClient,
+        shard: ShardHandle,
+        recorder: Recorder,
+    ) -> Result<Bridge, BridgeError> {
+        Bridge::start_with(config, rest, shard, recorder, Tunables::default()).await
+    }
+
+    /// [`Bridge::start`] with non-default [`Tunables`].
+    pub async fn start_with(
+        config: Config,
+        rest: RestClient,
+        shard: ShardHandle,
+        recorder: Recorder,
+        tunables: Tunables,
+    ) -> Result<Bridge, BridgeError> {
+        let state_dir = config.state_dir.clone();
+        offload::create_dir_all(&state_dir).await?;
+        offload::create_dir_all(&state_dir.join("tmp")).await?;
+        Spool::new(&state_dir).create_dirs().await?;
+
+        let config_owner = config
+            .owner_id
+            .as_deref()
+            .map(|id| snowflake("owner_id", id))
+            .transpose()?;
+        let config_allowed = config
+            .allowed_user_ids
+            .iter()
+            .map(|id| snowflake("allowed_user_ids", id))
+            .collect::<Result<BTreeSet<_>, _>>()?;
+
+        // Counted before anything can fail later in this run: a start-up
+        // that never completes a turn stays counted.
+        let mut runtime = restart::read_runtime(&state_dir).await;
+        runtime.failed_starts = runtime.failed_starts.saturating_add(1);
+        offload::write_json_atomic(&restart::runtime_path(&state_dir), &runtime).await?;
+        let safe_mode = restart::safe_mode(runtime.failed_starts, config.safe_mode_after_failures);
+        if safe_mode {
+            log::warn!(
+                "SAFE MODE: {} start-ups in a row without a successful turn (threshold {}); only the owner is answered until one succeeds",
+                runtime.failed_starts - 1,
+                config.safe_mode_after_failures
+            );
+        }
+
+        let mut access = Access::new(config_owner, config_allowed);
+        let (loaded, bytes) = access::load_with_restore(&state_dir).await?;
+        access.apply_load(loaded, bytes);
+        if safe_mode && access.owner().is_none() {
+            log::warn!("SAFE MODE without an owner: nobody will be answered (set owner_id)");
+        }
+        let pairing = match pairing::read_pairing(&state_dir).await {
+            Ok(file) => file,
+            Err(e) => {
+                log::warn!("{e}; starting with no pending pairing codes");
+                Default::default()
+            }
+        };
+        let marker = restart::read_marker(&state_dir).await;
+
+        let counters = BridgeCounters::default();
+        counters.set_safe_mode(safe_mode);
+        let (reload_tx, reload_rx) = channel::bounded(1);
+        Ok(Bridge {
+            reporter: Reporter::new(recorder, counters.clone()),
+            counters,
+            config,
+            tunables,
+            rest,
+            shard,
+            access,
+            pairing: PairingBook::new(pairing),
+            runtime,
+            marker,
+            safe_mode,
+            reload_tx,
+            reload_rx,
+        })
+    }
+
+    /// The counters (readable while the bridge runs).
+    pub fn counters(&self) -> BridgeCounters {
+        self.counters.clone()
+    }
+
+    /// A handle to ask the running bridge to re-read access state (wire it
+    /// to SIGHUP).
+    pub fn reload_handle(&self) -> ReloadHandle {
+        ReloadHandle(self.reload_tx.clone())
+    }
+
+    /// Whether this run is in safe mode.
+    pub fn safe_mode(&self) -> bool {
+        self.safe_mode
+    }
+
+    /// Consumes shard events until `stop` resolves, an owner's `!restart`
+    /// (returns [`BridgeOutcome::RestartRequested`] after writing the
+    /// markers), or a fatal shard error. Per-channel work runs on its own
+    /// `LocalExecutor` inside this future. On the way out: a bounded drain
+    /// (what was left is logged) and a final save of session, status,
+    /// runtime and directory state.
+    pub async fn run(self, stop: impl Future<Output = ()>) -> Result<BridgeOutcome, BridgeError> {
+        let ex: Rc<LocalExecutor<'static>> = Rc::new(LocalExecutor::new());
+        let state_dir = self.config.state_dir.clone();
+        let debounce = self.tunables.runtime_debounce;
+        let (runtime_writer, runtime_task) = Coalescing::new(
+            restart::runtime_path(&state_dir),
+            debounce,
+            self.reporter.clone(),
+        );
+        let (session_writer, session_task) = Coalescing::new(
+            persist::session_path(&state_dir),
+            Duration::ZERO,
+            self.reporter.clone(),
+        );
+        let (status_writer, status_task) = Coalescing::new(
+            status::path(&state_dir),
+            Duration::ZERO,
+            self.reporter.clone(),
+        );
+        let (directory_writer, directory_task) = Coalescing::new(
+            state_dir.join(directory::DIRECTORY_FILE),
+            self.tunables.directory_debounce,
+            self.reporter.clone(),
+        );
+        for (name, task) in [
+            ("bridge-persist-runtime", boxed(runtime_task)),
+            ("bridge-persist-session", boxed(session_task)),
+            ("bridge-persist-status", boxed(status_task)),
+            ("bridge-persist-directory", boxed(directory_task)),
+        ] {
+            ex.spawn(crate::loopwatch::watch(name, task)).detach();
+        }
+
+        let concurrency = self.config.agent_concurrency.max(1);
+        let ctx = Rc::new(Ctx {
+            tmp_dir: state_dir.join("tmp"),
+            spool: Spool::new(&state_dir),
+            state_dir,
+            tunables: self.tunables,
+            rest: self.rest,
+            reporter: self.reporter,
+            counters: self.counters,
+            safe_mode: self.safe_mode,
+            access: RefCell::new(self.access),
+            pairing: RefCell::new(self.pairing),
+            runtime: RefCell::new(self.runtime),
+            runtime_writer,
+            floor: RefCell::new(SeqFloor::default()),
+            inflight: Inflight::new(),
+            queues: RefCell::default(),
+            agent_slots: Semaphore::new(concurrency),
+            transcribe_slots: Semaphore::new(self.tunables.transcribe_concurrency.max(1)),
+            turn_done: Cell::new(false),
+            stopping: Cell::new(false),
+            executor: Rc::downgrade(&ex),
+            config: self.config,
+        });
+        let (poll_stop_tx, poll_stop_rx) = channel::bounded::<()>(1);
+        {
+            let ctx = ctx.clone();
+            ex.spawn(crate::loopwatch::watch(
+                "bridge-results",
+                results::poll(ctx, poll_stop_rx),
+            ))
+            .detach();
+        }
+        let writers = dispatch::Writers {
+            session: session_writer,
+            status: status_writer,
+            directory: directory_writer,
+        };
+        let main = dispatch::Loop {
+            ctx: ctx.clone(),
+            shard: self.shard,
+            writers,
+            directory: ChannelDirectory::default(),
+            marker: self.marker,
+            reload: self.reload_rx,
+            safe_mode_told: false,
+        };
+        let outcome = ex
+            .run(crate::loopwatch::watch(
+                "bridge-dispatch",
+                main.run(stop, poll_stop_tx),
+            ))
+            .await;
+        // Dropping the executor cancels what the drain left (their
+        // subprocesses are killed by offload).
+        drop(ctx);
+        drop(ex);
+        Ok(outcome)
+    }
+}
+
+fn boxed(task: impl Future<Output = ()> + 'static) -> std::pin::Pin<Box<dyn Future<Output = ()>>> {
+    Box::pin(task)
+}

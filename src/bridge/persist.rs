@@ -1,0 +1,304 @@
+//! Background state writes, off the message path.
+//!
+//! [`Coalescing`] owns one JSON file: `set` stores the newest value and
+//! wakes a background task, and returns at once; the task writes through
+//! offload, optionally after a debounce, and skips a value already on disk.
+//! A slow disk therefore makes writes coalesce, never makes a message wait.
+//! `flush` is for shutdown (awaited, bounded by the caller).
+//!
+//! [`SeqFloor`] decides which gateway `seq` goes into `session.json`: not
+//! the last one the shard received but the last one the bridge consumed,
+//! lowered to just before the oldest message still being handled. A restart
+//! then resumes early enough that Discord replays what was not finished;
+//! the processed-ids map drops what was.
+
+use super::report::Reporter;
+use crate::offload::{self, Fallback};
+use crate::recorder::FailureKind;
+use crate::shard::SessionState;
+use async_io::Timer;
+use serde::Serialize;
+use smol::channel::{self, Receiver, Sender};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The session file inside the state dir.
+pub const SESSION_FILE: &str = "session.json";
+
+struct Shared {
+    path: PathBuf,
+    pending: RefCell<Option<Vec<u8>>>,
+    written: RefCell<Option<Vec<u8>>>,
+    /// Held across each write, so `flush` waits for one in progress.
+    turn: smol::lock::Mutex<()>,
+    reporter: Reporter,
+}
+
+/// A coalescing background writer for one file.
+#[derive(Clone)]
+pub(crate) struct Coalescing {
+    shared: Rc<Shared>,
+    wake: Sender<()>,
+}
+
+impl Coalescing {
+    /// The writer and its task (spawn it; it ends when every handle is dropped).
+    pub fn new(
+        path: PathBuf,
+        debounce: Duration,
+        reporter: Reporter,
+    ) -> (Coalescing, impl Future<Output = ()>) {
+        let (wake, woken) = channel::bounded(1);
+        let shared = Rc::new(Shared {
+            path,
+            pending: RefCell::new(None),
+            written: RefCell::new(None),
+            turn: smol::lock::Mutex::new(()),
+            reporter,
+        });
+        let task = background(shared.clone(), woken, debounce);
+        (Coalescing { shared, wake }, task)
+    }
+
+    /// Stores `value` as the newest; never waits.
+    pub fn set<T: Serialize + ?Sized>(&self, value: &T) {
+        match serde_json::to_vec_pretty(value) {
+            Ok(mut bytes) => {
+                bytes.push(b'\n');
+                *self.shared.pending.borrow_mut() = Some(bytes);
+                // Full means a wake-up is queued already: coalesced.
+                let _ = self.wake.try_send(());
+            }
+            Err(e) => log::error!("cannot serialise {}: {e}", self.shared.path.display()),
+        }
+    }
+
+    /// Writes the pending value now, after any write in progress (shutdown).
+    pub async fn flush(&self) {
+        write_pending(&self.shared).await;
+    }
+}
+
+async fn background(shared: Rc<Shared>, woken: Receiver<()>, debounce: Duration) {
+    while woken.recv().await.is_ok() {
+        if !debounce.is_zero() {
+            Timer::after(debounce).await;
+        }
+        write_pending(&shared).await;
+    }
+}
+
+async fn write_pending(shared: &Shared) {
+    let _turn = shared.turn.lock().await;
+    let Some(bytes) = shared.pending.borrow_mut().take() else {
+        return;
+    };
+    if shared.written.borrow().as_deref() == Some(&bytes[..]) {
+        return;
+    }
+    match offload::write_bytes_atomic(&shared.path, bytes.clone()).await {
+        Ok(()) => *shared.written.borrow_mut() = Some(bytes),
+        Err(e) => {
+            log::error!("saving state: {e}");
+            shared.reporter.fail(
+                FailureKind::State,
+                file_name(&shared.path),
+                None,
+                "state write failed",
+            );
+            // Retry with the next `set` or flush, unless a newer value came.
+            shared.pending.borrow_mut().get_or_insert(bytes);
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Which seq may be saved for a resume (see the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct SeqFloor {
+    generation: u64,
+    consumed: Option<u64>,
+    inflight: BTreeMap<u64, usize>,
+}
+
+/// A message being handled: hand it back to [`SeqFloor::end`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SeqTicket {
+    generation: u64,
+    seq: u64,
+}
+
+impl SeqFloor {
+    /// A dispatch was consumed.
+    pub fn consumed(&mut self, seq: u64) {
+        self.consumed = Some(self.consumed.map_or(seq, |c| c.max(seq)));
+    }
+
+    /// READY: a new session, sequence numbers start again.
+    pub fn new_session(&mut self, ready_seq: u64) {
+        self.generation += 1;
+        self.inflight.clear();
+        self.consumed = Some(ready_seq);
+    }
+
+    pub fn begin(&mut self, seq: u64) -> SeqTicket {
+        *self.inflight.entry(seq).or_default() += 1;
+        SeqTicket {
+            generation: self.generation,
+            seq,
+        }
+    }
+
+    pub fn end(&mut self, ticket: SeqTicket) {
+        if ticket.generation != self.generation {
+            return;
+        }
+        if let Some(count) = self.inflight.get_mut(&ticket.seq) {
+            *count -= 1;
+            if *count == 0 {
+                self.inflight.remove(&ticket.seq);
+            }
+        }
+    }
+
+    /// The highest seq whose dispatch, and all before it, are done.
+    pub fn safe_seq(&self) -> Option<u64> {
+        match self.inflight.keys().next() {
+            Some(&oldest) => Some(oldest.saturating_sub(1)),
+            None => self.consumed,
+        }
+    }
+
+    /// The shard's state with its seq lowered to [`Self::safe_seq`].
+    pub fn state_to_save(&self, mut state: SessionState) -> SessionState {
+        if let (Some(session), Some(safe)) = (state.session.as_mut(), self.safe_seq()) {
+            session.seq = session.seq.min(safe);
+        }
+        state
+    }
+}
+
+/// `state_dir/session.json`.
+pub fn session_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(SESSION_FILE)
+}
+
+/// Session state saved by a previous run (for `ShardConfig.state`); the
+/// default when there is none or it is unreadable (logged).
+pub async fn load_session_state(state_dir: &Path) -> SessionState {
+    match offload::read_json(&session_path(state_dir), Fallback::None).await {
+        Ok(Some(state)) => state,
+        Ok(None) => SessionState::default(),
+        Err(e) => {
+            log::warn!("{e}; starting without a session to resume (a fresh identify)");
+            SessionState::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::counters::BridgeCounters;
+    use crate::recorder::Recorder;
+    use crate::shard::Session;
+
+    #[test]
+    fn seq_floor_stays_before_unfinished_messages() {
+        let mut floor = SeqFloor::default();
+        floor.new_session(1);
+        assert_eq!(floor.safe_seq(), Some(1));
+        floor.consumed(2);
+        let a = floor.begin(3);
+        floor.consumed(3);
+        let b = floor.begin(4);
+        floor.consumed(4);
+        floor.consumed(5);
+        assert_eq!(floor.safe_seq(), Some(2));
+        floor.end(b);
+        assert_eq!(floor.safe_seq(), Some(2));
+        floor.end(a);
+        assert_eq!(floor.safe_seq(), Some(5));
+        // A ticket from an old session does not touch the new one.
+        let old = floor.begin(6);
+        floor.new_session(1);
+        let c = floor.begin(2);
+        floor.end(old);
+        assert_eq!(floor.safe_seq(), Some(1));
+        floor.end(c);
+        assert_eq!(floor.safe_seq(), Some(1));
+
+        let state = SessionState {
+            session: Some(Session {
+                session_id: "s".into(),
+                seq: 9,
+                resume_gateway_url: "ws://x".into(),
+            }),
+            ..SessionState::default()
+        };
+        let _held = floor.begin(4);
+        assert_eq!(floor.state_to_save(state.clone()).session.unwrap().seq, 3);
+        let fresh = SeqFloor::default();
+        assert_eq!(fresh.state_to_save(state).session.unwrap().seq, 9);
+    }
+
+    #[test]
+    fn coalescing_writer_writes_the_newest_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        let reporter = Reporter::new(Recorder::disabled(), BridgeCounters::default());
+        let ex = smol::LocalExecutor::new();
+        smol::block_on(ex.run(async {
+            let (writer, task) = Coalescing::new(path.clone(), Duration::from_millis(20), reporter);
+            ex.spawn(task).detach();
+            for n in 0..100 {
+                writer.set(&n);
+            }
+            // Bounded wait for the debounced write.
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                if let Ok(Some(99)) = offload::read_json::<u32>(&path, Fallback::None).await {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "never written");
+                Timer::after(Duration::from_millis(10)).await;
+            }
+            writer.set(&100);
+            writer.flush().await;
+            assert_eq!(
+                offload::read_json::<u32>(&path, Fallback::None)
+                    .await
+                    .unwrap(),
+                Some(100)
+            );
+        }));
+    }
+
+    #[test]
+    fn session_state_missing_or_corrupt_is_default() {
+        let dir = tempfile::tempdir().unwrap();
+        smol::block_on(async {
+            assert_eq!(
+                load_session_state(dir.path()).await,
+                SessionState::default()
+            );
+            offload::write_bytes_atomic(&session_path(dir.path()), b"{".to_vec())
+                .await
+                .unwrap();
+            assert_eq!(
+                load_session_state(dir.path()).await,
+                SessionState::default()
+            );
+        });
+    }
+}

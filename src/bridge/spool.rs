@@ -1,0 +1,368 @@
+//! The spool: files through which a long-running agent takes tasks and
+//! gives results.
+//!
+//! ```text
+//! spool/tasks/ID.json      a task, written atomically by the bridge
+//! spool/results/ID.json    {"channel_id": "...", "content": "..."} from the agent
+//! spool/archive/ID.json    a result after delivery, with the outcome
+//! spool/malformed/ID.json  a result file that could not be read, kept as is
+//! ```
+//!
+//! Agents must write results atomically (write a temp file, then rename it
+//! into `results/`): files whose names start with `.` or do not end in
+//! `.json` are not picked up, so a half-written file is never delivered.
+
+use crate::offload;
+use crate::protocol::{Attachment, Message, Snowflake};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The spool's directories.
+#[derive(Clone, Debug)]
+pub struct Spool {
+    /// `spool/tasks`.
+    pub tasks: PathBuf,
+    /// `spool/results`.
+    pub results: PathBuf,
+    /// `spool/archive`.
+    pub archive: PathBuf,
+    /// `spool/malformed`.
+    pub malformed: PathBuf,
+}
+
+/// A message handed to the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// Task id (the message id).
+    pub id: String,
+    /// Where the message came from (and where the reply goes).
+    pub channel_id: Snowflake,
+    /// The message.
+    pub message_id: Snowflake,
+    /// Who sent it.
+    pub author: TaskAuthor,
+    /// The text for the agent: the message text and the transcripts.
+    pub text: String,
+    /// The message text alone.
+    pub content: String,
+    /// Transcripts of voice notes.
+    pub transcripts: Vec<Transcript>,
+    /// Attachments (the URLs are signed and expire).
+    pub attachments: Vec<TaskAttachment>,
+    /// When the bridge received it (unix ms).
+    pub received_unix_ms: u64,
+}
+
+/// The author of a task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskAuthor {
+    /// User id.
+    pub id: Snowflake,
+    /// User name.
+    pub username: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_name: Option<String>,
+}
+
+/// One transcript.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// The attachment it came from.
+    pub attachment_id: Snowflake,
+    /// The text.
+    pub text: String,
+}
+
+/// An attachment, as the agent sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskAttachment {
+    /// Attachment id.
+    pub id: Snowflake,
+    /// File name.
+    pub filename: String,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// CDN URL.
+    pub url: String,
+}
+
+impl From<&Attachment> for TaskAttachment {
+    fn from(a: &Attachment) -> Self {
+        TaskAttachment {
+            id: a.id,
+            filename: a.filename.clone(),
+            content_type: a.content_type.clone(),
+            size: a.size,
+            url: a.url.clone(),
+        }
+    }
+}
+
+/// The text the agent gets: the message text, then each transcript.
+pub fn task_text(content: &str, transcripts: &[Transcript]) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    if !content.trim().is_empty() {
+        parts.push(content.trim());
+    }
+    parts.extend(
+        transcripts
+            .iter()
+            .map(|t| t.text.trim())
+            .filter(|t| !t.is_empty()),
+    );
+    parts.join("\n\n")
+}
+
+impl Task {
+    /// A task for `message` with its transcripts.
+    pub fn new(message: &Message, transcripts: Vec<Transcript>, received_unix_ms: u64) -> Task {
+        Task {
+            id: message.id.to_string(),
+            channel_id: message.channel_id,
+            message_id: message.id,
+            author: TaskAuthor {
+                id: message.author.id,
+                username: message.author.username.clone(),
+                global_name: message.author.global_name.clone(),
+            },
+            text: task_text(&message.content, &transcripts),
+            content: message.content.clone(),
+            transcripts,
+            attachments: message
+                .attachments
+                .iter()
+                .map(TaskAttachment::from)
+                .collect(),
+            received_unix_ms,
+        }
+    }
+}
+
+/// A result file's content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpoolResult {
+    /// Where to send it.
+    pub channel_id: Snowflake,
+    /// What to send.
+    pub content: String,
+}
+
+/// How a reply or result ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Delivered to the channel.
+    Delivered,
+    /// Delivery failed for good; the DM fallback command succeeded.
+    FallbackOk,
+    /// Delivery failed for good; the DM fallback command failed too.
+    FallbackFailed,
+    /// Delivery failed for good and no DM fallback is configured.
+    Undelivered,
+}
+
+/// What `spool/archive/ID.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArchiveEntry {
+    /// The result (or reply) id.
+    pub id: String,
+    /// Where it went to.
+    pub channel_id: Snowflake,
+    /// What it said.
+    pub content: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Why delivery or the fallback failed, if they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Messages created (chunks delivered before a failure included).
+    #[serde(default)]
+    pub delivered_message_ids: Vec<String>,
+    /// When archived (unix ms).
+    pub archived_unix_ms: u64,
+}
+
+/// Why a result file could not be used.
+#[derive(Debug)]
+pub enum BadResult {
+    /// Not JSON of the right shape (moved aside).
+    Malformed(String),
+    /// Could not be read at all (left in place, retried).
+    Io(offload::Error),
+}
+
+impl Spool {
+    /// The spool under `state_dir`.
+    pub fn new(state_dir: &Path) -> Spool {
+        let root = state_dir.join("spool");
+        Spool {
+            tasks: root.join("tasks"),
+            results: root.join("results"),
+            archive: root.join("archive"),
+            malformed: root.join("malformed"),
+        }
+    }
+
+    /// Creates the directories.
+    pub async fn create_dirs(&self) -> Result<(), offload::Error> {
+        for dir in [&self.tasks, &self.results, &self.archive, &self.malformed] {
+            offload::create_dir_all(dir).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes `task` to `tasks/ID.json` atomically.
+    pub async fn write_task(&self, task: &Task) -> Result<PathBuf, offload::Error> {
+        let path = self.tasks.join(format!("{}.json", task.id));
+        offload::write_json_atomic(&path, task).await?;
+        Ok(path)
+    }
+
+    /// Result files ready to deliver, oldest name first.
+    pub async fn pending_results(&self) -> Result<Vec<PathBuf>, offload::Error> {
+        let all = offload::list_dir(&self.results).await?;
+        Ok(all.into_iter().filter(|p| is_result_file(p)).collect())
+    }
+
+    /// Reads one result file.
+    pub async fn read_result(&self, path: &Path) -> Result<SpoolResult, BadResult> {
+        let bytes = match offload::read_bytes(path).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                return Err(BadResult::Malformed("the file vanished".into()));
+            }
+            Err(e) => return Err(BadResult::Io(e)),
+        };
+        parse_result(&bytes).map_err(BadResult::Malformed)
+    }
+
+    /// Archives `entry` as `archive/ID.json` (a new name if taken), then
+    /// removes `source` if given. Archive first: a crash in between
+    /// delivers again rather than losing the result.
+    pub async fn archive(
+        &self,
+        entry: &ArchiveEntry,
+        source: Option<&Path>,
+    ) -> Result<PathBuf, offload::Error> {
+        let mut path = self.archive.join(format!("{}.json", entry.id));
+        if offload::read_bytes(&path).await?.is_some() {
+            path = self
+                .archive
+                .join(format!("{}.{}.json", entry.id, entry.archived_unix_ms));
+        }
+        offload::write_json_atomic(&path, entry).await?;
+        if let Some(source) = source {
+            offload::remove_file(source).await?;
+        }
+        Ok(path)
+    }
+
+    /// Moves a bad result file to `malformed/` (never deleted).
+    pub async fn move_aside(&self, path: &Path, now: u64) -> Result<PathBuf, offload::Error> {
+        let name = path.file_name().map_or_else(
+            || "result.json".into(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let mut target = self.malformed.join(&name);
+        if offload::read_bytes(&target).await?.is_some() {
+            target = self.malformed.join(format!("{now}.{name}"));
+        }
+        offload::rename_durable(path, &target).await?;
+        Ok(target)
+    }
+}
+
+/// The id of a result: its file stem.
+pub fn result_id(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+fn is_result_file(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    !name.starts_with('.') && name.ends_with(".json") && name.len() > ".json".len()
+}
+
+/// Parses a result; the error says what is wrong (no content echoed).
+pub fn parse_result(bytes: &[u8]) -> Result<SpoolResult, String> {
+    let result: SpoolResult =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a result object: {e}"))?;
+    if result.content.trim().is_empty() {
+        return Err("`content` is empty".into());
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_files_and_parsing() {
+        assert!(is_result_file(Path::new("r/1.json")));
+        assert!(!is_result_file(Path::new("r/.1.json")));
+        assert!(!is_result_file(Path::new("r/1.json.tmp")));
+        assert!(!is_result_file(Path::new("r/.json")));
+        assert_eq!(result_id(Path::new("r/abc.json")), "abc");
+        // Extra fields (a task id, say) are tolerated.
+        assert!(parse_result(br#"{"channel_id":"5","content":"hi","task_id":"1"}"#).is_ok());
+        let ok = parse_result(br#"{"channel_id":"5","content":"hi"}"#).unwrap();
+        assert_eq!(ok.channel_id, Snowflake::new(5));
+        assert!(parse_result(b"{").unwrap_err().contains("line 1"));
+        assert!(parse_result(br#"{"channel_id":"x","content":"hi"}"#).is_err());
+        assert!(parse_result(br#"{"channel_id":"5","content":"  "}"#).is_err());
+    }
+
+    #[test]
+    fn task_text_joins_content_and_transcripts() {
+        let t = |s: &str| Transcript {
+            attachment_id: Snowflake::new(1),
+            text: s.into(),
+        };
+        assert_eq!(
+            task_text("hi ", &[t("one"), t(" "), t("two")]),
+            "hi\n\none\n\ntwo"
+        );
+        assert_eq!(task_text("", &[t("only")]), "only");
+        assert_eq!(task_text("", &[]), "");
+    }
+
+    #[test]
+    fn archive_and_move_aside_never_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        smol::block_on(async {
+            spool.create_dirs().await.unwrap();
+            let entry = ArchiveEntry {
+                id: "7".into(),
+                channel_id: Snowflake::new(1),
+                content: "x".into(),
+                outcome: Outcome::Delivered,
+                error: None,
+                delivered_message_ids: vec![],
+                archived_unix_ms: 42,
+            };
+            let first = spool.archive(&entry, None).await.unwrap();
+            let second = spool.archive(&entry, None).await.unwrap();
+            assert_ne!(first, second);
+            let bad = spool.results.join("b.json");
+            offload::write_bytes_atomic(&bad, b"{".to_vec())
+                .await
+                .unwrap();
+            let aside = spool.move_aside(&bad, 1).await.unwrap();
+            assert_eq!(aside, spool.malformed.join("b.json"));
+            offload::write_bytes_atomic(&bad, b"[".to_vec())
+                .await
+                .unwrap();
+            let aside = spool.move_aside(&bad, 2).await.unwrap();
+            assert_eq!(aside, spool.malformed.join("2.b.json"));
+            assert!(spool.pending_results().await.unwrap().is_empty());
+        });
+    }
+}
