@@ -102,10 +102,10 @@ http_get() {
     printf '%s' "${response#*$'\r\n\r\n'}"
 }
 
-# json_number NAME: the first `"NAME":N` in stdin (totals come first in
-# /control/stats), or 0.
-json_number() {
-    grep -o "\"$1\":[0-9]*" | head -1 | cut -d: -f2 | grep . || echo 0
+# totals_number NAME: `"NAME":N` from the flat `"totals":{...}` object of
+# /control/stats on stdin (key order is not fixed), or 0.
+totals_number() {
+    grep -o '"totals":{[^}]*}' | grep -o "\"$1\":[0-9]*" | head -1 | cut -d: -f2 | grep . || echo 0
 }
 
 # --- steps -------------------------------------------------------------------
@@ -170,8 +170,8 @@ stats() { http_get "$sim_host" "$sim_port" /control/stats; }
 enough_beats() {
     local body
     body=$(stats) || return 1
-    (($(json_number sessions_started <<<"$body") >= $1)) &&
-        (($(json_number heartbeats <<<"$body") >= $2))
+    (($(totals_number sessions_started <<<"$body") >= $1)) &&
+        (($(totals_number heartbeats <<<"$body") >= $2))
 }
 
 # What the FROM-scratch image gives the binary: an empty root holding only
@@ -227,8 +227,8 @@ run_against_sim() {
     launcher "$target"
     local body
     body=$(stats)
-    before_sessions=$(json_number sessions_started <<<"$body")
-    before_beats=$(json_number heartbeats <<<"$body")
+    before_sessions=$(totals_number sessions_started <<<"$body")
+    before_beats=$(totals_number heartbeats <<<"$body")
     # An empty environment but for what `run` needs (as in the image).
     env -i DISCORD_TOKEN=smolcord-sim-token SMOLCORD_GATEWAY_URL="$gateway_url" \
         SMOLCORD_API_BASE="$api_base" SMOLCORD_STATE_DIR="$state" RUST_LOG=info \
