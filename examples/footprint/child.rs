@@ -26,6 +26,8 @@ pub struct Plan {
     pub window: Duration,
     /// MESSAGE_CREATE events to inject afterwards.
     pub events: u64,
+    /// Written to the state dir as `config.json` for `smolcord run`.
+    pub config_json: Option<String>,
     /// Author them as the bot itself (the bridge ignores its own messages)
     /// rather than as a stranger (who gets a pairing reply).
     pub from_self: bool,
@@ -105,6 +107,10 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
     })
     .map_err(|e| e.to_string())?;
     let state = tempfile::tempdir().map_err(|e| format!("temp state dir: {e}"))?;
+    if let (Client::Bridge(_), Some(json)) = (client, &plan.config_json) {
+        let path = state.path().join("config.json");
+        std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     let log = state.path().join("client.log");
     let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let log_err = log_file.try_clone().map_err(|e| e.to_string())?;

@@ -14,8 +14,9 @@
 //! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
 //! `--minimal PATH`, `--window-secs N` (60), `--heartbeat-ms N` (41250),
 //! `--events N` (10000), `--rounds N` (5, throughput), `--from stranger`
-//! (inject DMs from a user instead of the bot's own messages), `--skip
-//! sizes,throughput,shard,bridge`.
+//! (inject DMs from a user instead of the bot's own messages), `--config
+//! JSON` (the bridge's config.json, e.g. `{"results_poll_ms": 60000}`),
+//! `--skip sizes,throughput,shard,bridge`.
 //!
 //! Children run with an empty environment against an in-process simulator
 //! on 127.0.0.1; the simulator's own thread and memory are not counted.
@@ -57,6 +58,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             window: Duration::from_secs(60),
             events: 10_000,
             from_self: true,
+            config_json: None,
         },
         rounds: 5,
         skip: Vec::new(),
@@ -73,6 +75,7 @@ fn parse() -> Result<Args, lexopt::Error> {
                 args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?)
             }
             Long("events") => args.plan.events = parser.value()?.parse()?,
+            Long("config") => args.plan.config_json = Some(parser.value()?.string()?),
             Long("rounds") => args.rounds = parser.value()?.parse()?,
             Long("from") => {
                 args.plan.from_self = match parser.value()?.string()?.as_str() {
