@@ -39,6 +39,8 @@ pub struct Report {
     pub idle: Status,
     /// Threads alive when idle, by name.
     pub idle_threads: String,
+    /// Whether it runs with a dynamic loader (a glibc build), not static.
+    pub dynamic: bool,
     /// Voluntary switches over the window, all threads.
     pub wakeups: u64,
     /// ... per thread name.
@@ -173,6 +175,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
     std::thread::sleep(SETTLE);
     let idle = procfs::status(pid).map_err(|e| e.to_string())?;
     let idle_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
+    let dynamic = procfs::is_dynamic(pid).map_err(|e| e.to_string())?;
 
     // The idle window, sampling threads every 100 ms.
     let mut switches = Switches::default();
@@ -237,6 +240,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
     Ok(Report {
         idle,
         idle_threads,
+        dynamic,
         wakeups: switches.voluntary(),
         wakeups_by_thread: switches.voluntary_by_name(),
         preemptions: switches.nonvoluntary(),

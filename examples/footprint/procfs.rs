@@ -52,6 +52,12 @@ pub fn status(pid: u32) -> io::Result<Status> {
     })
 }
 
+/// Whether `pid` has a shared libc mapped (a dynamically linked build).
+pub fn is_dynamic(pid: u32) -> io::Result<bool> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    Ok(maps.contains("/libc.so") || maps.contains("/libc-") || maps.contains("/ld-musl"))
+}
+
 /// Every live thread of `pid`, by thread id. A thread that exits between
 /// listing and reading is skipped.
 pub fn threads(pid: u32) -> io::Result<BTreeMap<u32, Thread>> {
@@ -80,11 +86,24 @@ pub fn threads(pid: u32) -> io::Result<BTreeMap<u32, Thread>> {
     Ok(threads)
 }
 
-/// Thread names, with a count where several share one: `smolcord, async-io`.
+/// A thread's name with a trailing number folded (`blocking-12` →
+/// `blocking-*`), so a pool reads as one entry however many threads came
+/// and went.
+pub fn family(name: &str) -> String {
+    match name.rsplit_once('-') {
+        Some((stem, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("{stem}-*")
+        }
+        _ => name.to_owned(),
+    }
+}
+
+/// Thread names, with a count where several share one:
+/// `async-io, blocking-* ×2, smolcord`.
 pub fn thread_names(threads: &BTreeMap<u32, Thread>) -> String {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for thread in threads.values() {
-        *counts.entry(thread.name.as_str()).or_default() += 1;
+        *counts.entry(family(&thread.name)).or_default() += 1;
     }
     counts
         .into_iter()
@@ -130,12 +149,12 @@ impl Switches {
         Ok(())
     }
 
-    /// Voluntary switches per thread name over the window.
+    /// Voluntary switches per thread [`family`] over the window.
     pub fn voluntary_by_name(&self) -> BTreeMap<String, u64> {
         let mut by_name = BTreeMap::new();
         for (tid, last) in &self.last {
             let first = self.first.get(tid).map_or(0, |t| t.voluntary);
-            *by_name.entry(last.name.clone()).or_default() +=
+            *by_name.entry(family(&last.name)).or_default() +=
                 last.voluntary - first.min(last.voluntary);
         }
         by_name
