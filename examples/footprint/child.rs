@@ -26,7 +26,9 @@ pub struct Plan {
     pub window: Duration,
     /// MESSAGE_CREATE events to inject afterwards.
     pub events: u64,
-    /// Written to the state dir as `config.json` for `smolcord run`.
+    /// Agent subprocesses to run at once in the bridge (0: skip).
+    pub subprocesses: u32,
+    /// More keys for the bridge's `config.json` (a JSON object).
     pub config_json: Option<String>,
     /// Author them as the bot itself (the bridge ignores its own messages)
     /// rather than as a stranger (who gets a pairing reply).
@@ -59,6 +61,9 @@ pub struct Report {
     pub after_threads: String,
     /// How long until the client had read all the events.
     pub events_elapsed: Duration,
+    /// The subprocess phase: (peak RSS sampled, KiB; most children at
+    /// once; how long), if it ran.
+    pub subprocesses: Option<Result<(u64, usize, Duration), String>>,
     /// SIGTERM to exit, and how it exited (`None`: killed after 10 s).
     pub stop: (Duration, Option<ExitStatus>),
 }
@@ -101,6 +106,75 @@ fn tail(path: &std::path::Path) -> String {
     lines[lines.len().saturating_sub(8)..].join("\n")
 }
 
+/// The first user of the subprocess phase (the bridge's owner; the others
+/// follow it and are allowed users).
+const OWNER: u64 = 900_000_000_000_000_042;
+
+/// The bridge's config.json: the owner and an agent command that holds a
+/// subprocess for two seconds, `plan.subprocesses` at once; then the
+/// caller's `--config` keys on top.
+fn bridge_config(plan: &Plan) -> Result<String, String> {
+    // One user per subprocess: the bridge runs one task per user at a time.
+    let allowed: Vec<String> = (1..u64::from(plan.subprocesses.max(1)))
+        .map(|i| (OWNER + i).to_string())
+        .collect();
+    let mut config = serde_json::json!({
+        "owner_id": OWNER.to_string(),
+        "allowed_user_ids": allowed,
+        "agent_cmd": ["/bin/sh", "-c", "cat >/dev/null; sleep 2; echo done"],
+        "agent_concurrency": plan.subprocesses.max(1),
+    });
+    if let Some(extra) = &plan.config_json {
+        let extra: serde_json::Value =
+            serde_json::from_str(extra).map_err(|e| format!("--config is not JSON: {e}"))?;
+        let (Some(base), Some(extra)) = (config.as_object_mut(), extra.as_object()) else {
+            return Err("--config must be a JSON object".into());
+        };
+        base.extend(extra.clone());
+    }
+    Ok(config.to_string())
+}
+
+/// Child processes of `pid` (its threads' `children` lists).
+fn children(pid: u32) -> usize {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .map(|list| list.split_whitespace().count())
+        .sum()
+}
+
+/// The subprocess phase: a DM from each of `n` users, each running the agent
+/// command; samples RSS and children every 20 ms until they are all done.
+fn subprocess_phase(sim: &Simulator, pid: u32, n: u32) -> Result<(u64, usize, Duration), String> {
+    let started = Instant::now();
+    for i in 0..u64::from(n) {
+        sim.send_dm(OWNER + i, &format!("user{i}"), "say done");
+    }
+    let (mut peak_kib, mut most, mut idle_since) = (0, 0, None::<Instant>);
+    while started.elapsed() < Duration::from_secs(60) {
+        let status = procfs::status(pid).map_err(|e| e.to_string())?;
+        peak_kib = peak_kib.max(status.rss_kib);
+        let now = children(pid);
+        most = most.max(now);
+        if most > 0 && now == 0 {
+            // Done when none has run for a second (a late one would show).
+            if idle_since.get_or_insert_with(Instant::now).elapsed() > Duration::from_secs(1) {
+                return Ok((peak_kib, most, started.elapsed()));
+            }
+        } else {
+            idle_since = None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!(
+        "subprocesses still running after 60 s (at most {most} at once)"
+    ))
+}
+
 /// Runs the plan against `client`.
 pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
     let sim = Simulator::start(SimConfig {
@@ -109,8 +183,9 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
     })
     .map_err(|e| e.to_string())?;
     let state = tempfile::tempdir().map_err(|e| format!("temp state dir: {e}"))?;
-    if let (Client::Bridge(_), Some(json)) = (client, &plan.config_json) {
+    if let Client::Bridge(_) = client {
         let path = state.path().join("config.json");
+        let json = bridge_config(plan)?;
         std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let log = state.path().join("client.log");
@@ -218,6 +293,13 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
     let after_events = procfs::status(pid).map_err(|e| e.to_string())?;
     let after_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
 
+    let subprocesses = match client {
+        Client::Bridge(_) if plan.subprocesses > 0 => {
+            Some(subprocess_phase(&sim, pid, plan.subprocesses))
+        }
+        _ => None,
+    };
+
     // SIGTERM: drain and exit 0 within a few seconds.
     let stop_started = Instant::now();
     rustix::process::kill_process(
@@ -250,6 +332,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         after_events,
         after_threads,
         events_elapsed,
+        subprocesses,
         stop,
     })
 }

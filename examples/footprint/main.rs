@@ -15,7 +15,9 @@
 //! `--minimal PATH`, `--window-secs N` (60), `--heartbeat-ms N` (41250),
 //! `--events N` (10000), `--rounds N` (5, throughput), `--from stranger`
 //! (inject DMs from a user instead of the bot's own messages), `--config
-//! JSON` (the bridge's config.json, e.g. `{"results_poll_ms": 60000}`),
+//! JSON` (more keys for the bridge's config.json, e.g.
+//! `{"results_poll_ms": 60000}`), `--subprocesses N` (8; agent commands
+//! at once in the bridge, 0 skips),
 //! `--skip sizes,throughput,shard,bridge`.
 //!
 //! Children run with an empty environment against an in-process simulator
@@ -59,6 +61,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             events: 10_000,
             from_self: true,
             config_json: None,
+            subprocesses: 8,
         },
         rounds: 5,
         skip: Vec::new(),
@@ -75,6 +78,7 @@ fn parse() -> Result<Args, lexopt::Error> {
                 args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?)
             }
             Long("events") => args.plan.events = parser.value()?.parse()?,
+            Long("subprocesses") => args.plan.subprocesses = parser.value()?.parse()?,
             Long("config") => args.plan.config_json = Some(parser.value()?.string()?),
             Long("rounds") => args.rounds = parser.value()?.parse()?,
             Long("from") => {
@@ -187,6 +191,16 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
         report.after_threads,
         report.events_elapsed.as_secs_f64()
     );
+    match &report.subprocesses {
+        Some(Ok((peak_kib, most, took))) => println!(
+            "  {} subprocesses:  peak RSS {} (sampled every 20 ms), {most} at once, done in {:.1} s",
+            plan.subprocesses,
+            kib_mib(*peak_kib),
+            took.as_secs_f64()
+        ),
+        Some(Err(err)) => println!("  subprocesses:      failed: {err}"),
+        None => {}
+    }
     let (took, exit) = &report.stop;
     let exit = match exit {
         Some(status) => status.to_string(),
@@ -298,7 +312,5 @@ fn main() {
             ),
             Err(err) => println!("  not measured: {err}"),
         }
-        // TODO(bridge): peak RSS during a run with 8 concurrent subprocesses
-        // (agent commands) once the bridge runs them.
     }
 }
