@@ -52,7 +52,7 @@ build_smolcord() {
     if [[ -n "${SMOLCORD_BIN:-}" ]]; then
         return
     fi
-    (cd "$REPO" && cargo build --quiet --bin smolcord) || fail "${1:-sim}" "cargo build of smolcord failed"
+    (cd "$REPO" && nice -n 10 cargo build --quiet --bin smolcord) || fail "${1:-sim}" "cargo build of smolcord failed"
     SMOLCORD_BIN="$TARGET/debug/smolcord"
 }
 
