@@ -96,6 +96,18 @@ result_field() {
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
+# no_library_warnings NAME LOG [IGNORE_REGEX]: a library that logged a
+# warning or error (an event it could not parse, a close it did not expect)
+# fails the run, even if the steps succeeded.
+no_library_warnings() {
+    local lines
+    lines="$(grep -E '(^|[ :])(WARN|WARNING|ERROR)[ :]' "$2" | grep -Ev "${3:-^$}" || true)"
+    if [[ -n "$lines" ]]; then
+        echo "$lines" | head -n 5 >&2
+        fail "$1" "the library logged $(echo "$lines" | wc -l) warning/error line(s): $(echo "$lines" | head -n 1 | cut -c1-200)"
+    fi
+}
+
 # check NAME [extra check.py args]: the verdict from the simulator's view.
 check() {
     python3 "$COMPAT_DIR/check.py" --name "$1" --control "$CONTROL_URL" --beats "$BEATS" "${@:2}"

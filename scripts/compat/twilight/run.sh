@@ -26,6 +26,8 @@ if [[ $status -ne 0 ]]; then
     fail "$NAME $VERSION" "bot exited $status: $(grep -m1 'FAIL' "$WORK/bot.log" || echo 'see bot.log')"
 fi
 
+no_library_warnings "$NAME $VERSION" "$WORK/bot.log"
+
 CHANNEL="$(result_field "$WORK/result.json" channel_id)"
 REPLY="$(result_field "$WORK/result.json" reply)"
 check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream ||

@@ -65,6 +65,11 @@ struct Outcome {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
     let args = match args() {
         Ok(args) => args,
         Err(err) => {
