@@ -2,7 +2,9 @@
 
 It points discord.py at the simulator (REST base and default gateway), and
 then: waits for READY, injects a DM through the control API, answers that
-DM with `channel.send`, and stays connected until the simulator has counted
+DM with `channel.send`, then receives a voice-note DM (flags, audio
+attachment, duration, waveform) and a guild message (in a channel from
+GUILD_CREATE), and stays connected until the simulator has counted
 `--beats` heartbeats on its connection. Every wait is bounded. Writes
 `{"channel_id", "reply"}` to `--result` for the checker; exit 1 on any
 failure.
@@ -37,38 +39,72 @@ class Bot(discord.Client):
         self.ready_seen = asyncio.Event()
         self.failure = None
 
+    async def control(self, path, body):
+        """POSTs to the control API; the answer, or None after recording a failure."""
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            async with http.post(self.args.control + path, json=body) as resp:
+                answer = await resp.json(content_type=None)
+                if resp.status == 200:
+                    return answer
+        self.finish(f"control {path} answered {resp.status}: {answer}")
+        return None
+
+    def finish(self, failure=None):
+        self.failure = self.failure or failure
+        self.replied.set()
+
     async def on_ready(self):
         log.info("READY as %s (%s)", self.user, self.user.id)
         if self.ready_seen.is_set():
             return  # a later READY after a reconnect: the DM is already out
         self.ready_seen.set()
         body = {"author_id": "4242", "author_name": "compat-alice", "content": self.nonce}
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
-            async with http.post(self.args.control + "/dm", json=body) as resp:
-                answer = await resp.json(content_type=None)
-                if resp.status != 200:
-                    self.failure = f"control /dm answered {resp.status}: {answer}"
-                    self.replied.set()
-                    return
-        self.channel_id = answer["channel_id"]
-        log.info("DM injected in channel %s", self.channel_id)
+        answer = await self.control("/dm", body)
+        if answer is not None:
+            self.channel_id = answer["channel_id"]
+            log.info("DM injected in channel %s", self.channel_id)
 
     async def on_message(self, message):
         if self.user is not None and message.author.id == self.user.id:
             return  # our own reply, echoed back as MESSAGE_CREATE
-        if message.content != self.nonce:
+        if message.content == self.nonce:
+            await self.answer_dm(message)
+        elif message.flags.voice:
+            await self.voice_note(message)
+        elif message.guild is not None and message.author.name == "compat-bob":
+            log.info("got the guild message in #%s of %s", message.channel, message.guild)
+            self.finish()
+        else:
             log.info("ignoring message %r", message.content)
-            return
+
+    async def answer_dm(self, message):
         log.info("got the DM from %s in %s", message.author, message.channel.id)
         try:
             sent = await message.channel.send(self.reply)
         except discord.HTTPException as err:
-            self.failure = f"channel.send failed: {err}"
-        else:
-            if sent.content != self.reply:
-                self.failure = f"REST answered a message with content {sent.content!r}"
-            log.info("replied: message %s", sent.id)
-        self.replied.set()
+            return self.finish(f"channel.send failed: {err}")
+        if sent.content != self.reply:
+            return self.finish(f"REST answered a message with content {sent.content!r}")
+        log.info("replied: message %s", sent.id)
+        # "OggS": only the shape of the message matters here.
+        body = {"author_id": "4242", "author_name": "compat-alice",
+                "voice_ogg_base64": "T2dnUw==", "duration_secs": 1.5}
+        await self.control("/dm", body)
+
+    async def voice_note(self, message):
+        files = message.attachments
+        if len(files) != 1 or not (files[0].content_type or "").startswith("audio/"):
+            return self.finish(f"voice note attachments look wrong: {files!r}")
+        if not files[0].is_voice_message() or not files[0].duration or not files[0].waveform:
+            return self.finish("voice note lacks duration or waveform")
+        log.info("got the voice note: %s, %.1f s", files[0].content_type, files[0].duration)
+        guilds = self.guilds
+        if not guilds or not guilds[0].text_channels:
+            return self.finish("no guild text channel from GUILD_CREATE")
+        channel = guilds[0].text_channels[0]
+        body = {"channel_id": str(channel.id), "author_id": "4343",
+                "author_name": "compat-bob", "content": "hello guild"}
+        await self.control("/guild-message", body)
 
 
 async def beats_on_session(control, want, timeout):

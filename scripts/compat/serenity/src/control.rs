@@ -26,7 +26,12 @@ impl Control {
     }
 
     /// GET or POST `path` (under the control prefix); the JSON answer.
-    pub async fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, String> {
         let what = format!("{method} {}{path}", self.prefix);
         let exchange = async {
             let mut stream = TcpStream::connect(&self.host)
@@ -54,7 +59,10 @@ impl Control {
                 .split_once("\r\n\r\n")
                 .ok_or_else(|| format!("{what}: no HTTP header end in the answer"))?;
             if !head.starts_with("HTTP/1.1 200") {
-                return Err(format!("{what}: {}: {json}", head.lines().next().unwrap_or("")));
+                return Err(format!(
+                    "{what}: {}: {json}",
+                    head.lines().next().unwrap_or("")
+                ));
             }
             serde_json::from_str(json).map_err(|err| format!("{what}: bad JSON: {err}"))
         };

@@ -3,9 +3,11 @@
 //! serenity has no gateway URL setting: `HttpBuilder::proxy` points its
 //! REST at the simulator, and the client takes the gateway URL from
 //! `GET /api/v10/gateway`. The handler waits for READY, injects a DM
-//! through the control API, answers it with `ChannelId::say`; main then
-//! lets the client run until the simulator has counted `--beats`
-//! heartbeats, and shuts the shards down. Every wait is bounded. Writes
+//! through the control API, answers it with `ChannelId::say`, then
+//! receives a voice-note DM (flags, audio attachment, duration, waveform)
+//! and a guild message (in a channel from GUILD_CREATE); main then lets the
+//! client run until the simulator has counted `--beats` heartbeats, and
+//! shuts the shards down. Every wait is bounded. Writes
 //! `{"channel_id", "reply", "failure", "version"}` to `--result`.
 
 mod control;
@@ -13,7 +15,8 @@ mod control;
 use control::Control;
 use serde_json::json;
 use serenity::all::{
-    ClientBuilder, Context, EventHandler, GatewayIntents, HttpBuilder, Message, Ready, UserId,
+    ChannelId, ClientBuilder, Context, EventHandler, GatewayIntents, Guild, HttpBuilder, Message,
+    MessageFlags, Ready, UserId,
 };
 use serenity::async_trait;
 use std::collections::HashMap;
@@ -47,11 +50,19 @@ fn args() -> Result<Args, String> {
         api: take("api")?,
         control: take("control")?,
         token: take("token")?,
-        beats: take("beats")?.parse().map_err(|e| format!("--beats: {e}"))?,
+        beats: take("beats")?
+            .parse()
+            .map_err(|e| format!("--beats: {e}"))?,
         heartbeat: Duration::from_millis(
-            take("heartbeat-ms")?.parse().map_err(|e| format!("--heartbeat-ms: {e}"))?,
+            take("heartbeat-ms")?
+                .parse()
+                .map_err(|e| format!("--heartbeat-ms: {e}"))?,
         ),
-        timeout: Duration::from_secs(take("timeout")?.parse().map_err(|e| format!("--timeout: {e}"))?),
+        timeout: Duration::from_secs(
+            take("timeout")?
+                .parse()
+                .map_err(|e| format!("--timeout: {e}"))?,
+        ),
         result: take("result")?,
     })
 }
@@ -59,7 +70,8 @@ fn args() -> Result<Args, String> {
 /// What the handler tells main.
 enum Step {
     Ready,
-    Replied(Result<(), String>),
+    /// Every step done, or the first failure.
+    Done(Result<(), String>),
 }
 
 struct Handler {
@@ -68,6 +80,7 @@ struct Handler {
     reply: String,
     me: Mutex<Option<UserId>>,
     channel_id: Arc<Mutex<Option<String>>>,
+    guild_channel: Mutex<Option<ChannelId>>,
     steps: mpsc::UnboundedSender<Step>,
 }
 
@@ -75,12 +88,17 @@ struct Handler {
 impl EventHandler for Handler {
     async fn ready(&self, _ctx: Context, ready: Ready) {
         eprintln!("READY as {} ({})", ready.user.name, ready.user.id);
-        let first = self.me.lock().map(|mut me| me.replace(ready.user.id).is_none()).unwrap_or(false);
+        let first = self
+            .me
+            .lock()
+            .map(|mut me| me.replace(ready.user.id).is_none())
+            .unwrap_or(false);
         let _ = self.steps.send(Step::Ready);
         if !first {
             return;
         }
-        let body = json!({"author_id": "4242", "author_name": "compat-alice", "content": self.nonce});
+        let body =
+            json!({"author_id": "4242", "author_name": "compat-alice", "content": self.nonce});
         match self.control.call("POST", "/dm", Some(&body)).await {
             Ok(answer) => {
                 let channel = answer["channel_id"].as_str().map(str::to_owned);
@@ -90,8 +108,24 @@ impl EventHandler for Handler {
                 }
             }
             Err(err) => {
-                let _ = self.steps.send(Step::Replied(Err(err)));
+                let _ = self.steps.send(Step::Done(Err(err)));
             }
+        }
+    }
+
+    async fn guild_create(&self, _ctx: Context, guild: Guild, _is_new: Option<bool>) {
+        eprintln!(
+            "GUILD_CREATE {} with {} channels",
+            guild.name,
+            guild.channels.len()
+        );
+        let first = guild
+            .channels
+            .values()
+            .min_by_key(|c| c.position)
+            .map(|c| c.id);
+        if let Ok(mut slot) = self.guild_channel.lock() {
+            *slot = slot.or(first);
         }
     }
 
@@ -100,20 +134,76 @@ impl EventHandler for Handler {
         if Some(message.author.id) == me {
             return; // our own reply, echoed back as MESSAGE_CREATE
         }
-        if message.content != self.nonce {
+        let outcome = if message.content == self.nonce {
+            self.answer_dm(&ctx, &message).await
+        } else if message
+            .flags
+            .is_some_and(|f| f.contains(MessageFlags::IS_VOICE_MESSAGE))
+        {
+            self.voice_note(&message).await
+        } else if message.guild_id.is_some() && message.author.name == "compat-bob" {
+            eprintln!("got the guild message in {}", message.channel_id);
+            Err(None)
+        } else {
             eprintln!("ignoring message {:?}", message.content);
-            return;
-        }
-        eprintln!("got the DM from {} in {}", message.author.name, message.channel_id);
-        let outcome = match message.channel_id.say(&ctx.http, &self.reply).await {
-            Ok(sent) if sent.content == self.reply => {
-                eprintln!("replied: message {}", sent.id);
-                Ok(())
-            }
-            Ok(sent) => Err(format!("REST answered content {:?}", sent.content)),
-            Err(err) => Err(format!("say failed: {err}")),
+            Ok(())
         };
-        let _ = self.steps.send(Step::Replied(outcome));
+        // Err(None): all steps done; Err(Some(_)): a failure.
+        if let Err(end) = outcome {
+            let _ = self.steps.send(Step::Done(end.map_or(Ok(()), Err)));
+        }
+    }
+}
+
+impl Handler {
+    async fn answer_dm(&self, ctx: &Context, message: &Message) -> Result<(), Option<String>> {
+        eprintln!(
+            "got the DM from {} in {}",
+            message.author.name, message.channel_id
+        );
+        let sent = message
+            .channel_id
+            .say(&ctx.http, &self.reply)
+            .await
+            .map_err(|err| format!("say failed: {err}"))?;
+        if sent.content != self.reply {
+            return Err(Some(format!("REST answered content {:?}", sent.content)));
+        }
+        eprintln!("replied: message {}", sent.id);
+        // "OggS": only the shape of the message matters here.
+        let body = json!({"author_id": "4242", "author_name": "compat-alice",
+                          "voice_ogg_base64": "T2dnUw==", "duration_secs": 1.5});
+        self.control.call("POST", "/dm", Some(&body)).await?;
+        Ok(())
+    }
+
+    async fn voice_note(&self, message: &Message) -> Result<(), Option<String>> {
+        let audio = message.attachments.first().filter(|a| {
+            message.attachments.len() == 1
+                && a.content_type
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with("audio/"))
+                && a.duration_secs.is_some_and(|d| d > 0.0)
+                && a.waveform.as_ref().is_some_and(|w| !w.is_empty())
+        });
+        let audio =
+            audio.ok_or_else(|| format!("voice note looks wrong: {:?}", message.attachments))?;
+        eprintln!(
+            "got the voice note: {:?}, {:?} s",
+            audio.content_type, audio.duration_secs
+        );
+        let channel = self
+            .guild_channel
+            .lock()
+            .ok()
+            .and_then(|c| *c)
+            .ok_or_else(|| "no guild channel from GUILD_CREATE".to_owned())?;
+        let body = json!({"channel_id": channel.to_string(), "author_id": "4343",
+                          "author_name": "compat-bob", "content": "hello guild"});
+        self.control
+            .call("POST", "/guild-message", Some(&body))
+            .await?;
+        Ok(())
     }
 }
 
@@ -134,7 +224,9 @@ async fn main() -> ExitCode {
     let nonce = format!("compat-serenity-{}", std::process::id());
     let reply = format!("echo: {nonce}");
     let channel_id = Arc::new(Mutex::new(None));
-    let failure = run(&args, nonce, reply.clone(), channel_id.clone()).await.err();
+    let failure = run(&args, nonce, reply.clone(), channel_id.clone())
+        .await
+        .err();
     let channel_id = channel_id.lock().ok().and_then(|c| c.clone());
     let result = json!({
         "channel_id": channel_id,
@@ -179,6 +271,7 @@ async fn run(
         reply,
         me: Mutex::new(None),
         channel_id,
+        guild_channel: Mutex::new(None),
         steps: steps_tx,
     };
     // Non-privileged only; DM text still arrives (Discord's DM exception).
@@ -198,13 +291,17 @@ async fn run(
             let step = timeout_at(deadline, steps.recv())
                 .await
                 .map_err(|_| {
-                    let what = if ready { "the DM (or the reply)" } else { "READY" };
+                    let what = if ready {
+                        "the DM (or a later step)"
+                    } else {
+                        "READY"
+                    };
                     format!("no {what} within {:?}", args.timeout)
                 })?
                 .ok_or("the client stopped")?;
             match step {
                 Step::Ready => ready = true,
-                Step::Replied(result) => break result,
+                Step::Done(result) => break result,
             }
         }?;
         let control = Control::new(&args.control)?;

@@ -2,9 +2,11 @@
 //!
 //! Connects one shard through `ConfigBuilder::proxy_url`, waits for READY,
 //! injects a DM through the control API, answers it with twilight-http
-//! (`ClientBuilder::proxy(host, true)`: plain http), then keeps polling the
-//! shard (twilight only heartbeats while polled) until the simulator has
-//! counted `--beats` heartbeats, and closes. Any gateway error (e.g. a
+//! (`ClientBuilder::proxy(host, true)`: plain http), then receives a
+//! voice-note DM (flags, audio attachment, duration, waveform) and a guild
+//! message (in a channel from GUILD_CREATE), then keeps polling the shard
+//! (twilight only heartbeats while polled) until the simulator has counted
+//! `--beats` heartbeats, and closes. Any gateway error (e.g. a
 //! payload twilight-model cannot deserialize) fails the run. Every wait is
 //! bounded. Writes `{"channel_id", "reply", "failure", "version"}` to
 //! `--result`.
@@ -21,6 +23,8 @@ use twilight_gateway::{
     CloseFrame, ConfigBuilder, Event, EventTypeFlags, Intents, Shard, ShardId, StreamExt,
 };
 use twilight_http::Client;
+use twilight_model::channel::message::MessageFlags;
+use twilight_model::gateway::payload::incoming::GuildCreate;
 
 const VERSION: &str = "twilight-gateway 0.18.0";
 
@@ -48,11 +52,19 @@ fn args() -> Result<Args, String> {
         api: take("api")?,
         control: take("control")?,
         token: take("token")?,
-        beats: take("beats")?.parse().map_err(|e| format!("--beats: {e}"))?,
+        beats: take("beats")?
+            .parse()
+            .map_err(|e| format!("--beats: {e}"))?,
         heartbeat: Duration::from_millis(
-            take("heartbeat-ms")?.parse().map_err(|e| format!("--heartbeat-ms: {e}"))?,
+            take("heartbeat-ms")?
+                .parse()
+                .map_err(|e| format!("--heartbeat-ms: {e}"))?,
         ),
-        timeout: Duration::from_secs(take("timeout")?.parse().map_err(|e| format!("--timeout: {e}"))?),
+        timeout: Duration::from_secs(
+            take("timeout")?
+                .parse()
+                .map_err(|e| format!("--timeout: {e}"))?,
+        ),
         result: take("result")?,
     })
 }
@@ -77,7 +89,10 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if rustls::crypto::ring::default_provider().install_default().is_err() {
+    if rustls::crypto::ring::default_provider()
+        .install_default()
+        .is_err()
+    {
         eprintln!("FAIL: a rustls crypto provider was already installed");
         return ExitCode::FAILURE;
     }
@@ -125,8 +140,9 @@ async fn run(args: &Args, outcome: &mut Outcome) -> Result<(), String> {
     outcome.reply = format!("echo: {nonce}");
     let deadline = Instant::now() + args.timeout;
     let mut me = None;
-    let mut replied = false;
-    while !replied {
+    let mut guild_channel = None;
+    let mut done = false;
+    while !done {
         let item = timeout_at(deadline, shard.next_event(EventTypeFlags::all()))
             .await
             .map_err(|_| {
@@ -146,12 +162,55 @@ async fn run(args: &Args, outcome: &mut Outcome) -> Result<(), String> {
                 }
                 me = Some(ready.user.id);
             }
+            Event::GuildCreate(guild) => {
+                if let GuildCreate::Available(guild) = &*guild {
+                    eprintln!(
+                        "GUILD_CREATE {} with {} channels",
+                        guild.name,
+                        guild.channels.len()
+                    );
+                    guild_channel = guild_channel.or(guild.channels.first().map(|c| c.id));
+                }
+            }
+            Event::MessageCreate(message)
+                if message
+                    .flags
+                    .is_some_and(|f| f.contains(MessageFlags::IS_VOICE_MESSAGE)) =>
+            {
+                let audio = message.attachments.first().filter(|a| {
+                    message.attachments.len() == 1
+                        && a.content_type
+                            .as_deref()
+                            .is_some_and(|t| t.starts_with("audio/"))
+                        && a.duration_secs.is_some_and(|d| d > 0.0)
+                        && a.waveform.is_some()
+                });
+                let audio = audio
+                    .ok_or_else(|| format!("voice note looks wrong: {:?}", message.attachments))?;
+                eprintln!(
+                    "got the voice note: {:?}, {:?} s",
+                    audio.content_type, audio.duration_secs
+                );
+                let channel = guild_channel.ok_or("no guild channel from GUILD_CREATE")?;
+                let body = json!({"channel_id": channel.to_string(), "author_id": "4343",
+                                  "author_name": "compat-bob", "content": "hello guild"});
+                control.call("POST", "/guild-message", Some(&body)).await?;
+            }
+            Event::MessageCreate(message)
+                if message.guild_id.is_some() && message.author.name == "compat-bob" =>
+            {
+                eprintln!("got the guild message in {}", message.channel_id);
+                done = true;
+            }
             Event::MessageCreate(message) if Some(message.author.id) != me => {
                 if message.content != nonce {
                     eprintln!("ignoring message {:?}", message.content);
                     continue;
                 }
-                eprintln!("got the DM from {} in {}", message.author.name, message.channel_id);
+                eprintln!(
+                    "got the DM from {} in {}",
+                    message.author.name, message.channel_id
+                );
                 let sent = http
                     .create_message(message.channel_id)
                     .content(&outcome.reply)
@@ -164,7 +223,10 @@ async fn run(args: &Args, outcome: &mut Outcome) -> Result<(), String> {
                     return Err(format!("REST answered content {:?}", sent.content));
                 }
                 eprintln!("replied: message {}", sent.id);
-                replied = true;
+                // "OggS": only the shape of the message matters here.
+                let body = json!({"author_id": "4242", "author_name": "compat-alice",
+                                  "voice_ogg_base64": "T2dnUw==", "duration_secs": 1.5});
+                control.call("POST", "/dm", Some(&body)).await?;
             }
             Event::GatewayClose(frame) => return Err(format!("gateway closed: {frame:?}")),
             other => eprintln!("event {:?}", other.kind()),
@@ -173,7 +235,8 @@ async fn run(args: &Args, outcome: &mut Outcome) -> Result<(), String> {
 
     // Keep polling the shard (that is what drives its heartbeats) until the
     // simulator has seen enough of them.
-    let beats_deadline = Instant::now() + args.heartbeat * (2 * args.beats as u32) + Duration::from_secs(10);
+    let beats_deadline =
+        Instant::now() + args.heartbeat * (2 * args.beats as u32) + Duration::from_secs(10);
     let mut check = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
