@@ -98,3 +98,36 @@ fn presence_update_still_refuses_a_missing_status() {
         assert_eq!(client.expect_close().await, Some(4001));
     });
 }
+
+#[test]
+fn resume_is_served_where_twilight_and_serenity_send_it() {
+    // twilight appends "/?v=10..." to READY's resume_gateway_url, so it
+    // resumes on "/resume/"; serenity 0.12 ignores resume_gateway_url and
+    // resumes on the gateway URL ("/"). Discord serves both.
+    run(async {
+        let sim = sim();
+        let (mut client, _) = Client::hello(&sim).await;
+        let ready = client.identify_ready(DMS).await;
+        let session_id = ready["d"]["session_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        client.close(4000).await;
+        for path in ["/resume/?v=10&encoding=json", "/?v=10"] {
+            let mut resumed = Client::connect(&sim, path).await;
+            resumed.expect_hello().await;
+            resumed.resume(&session_id, 1).await;
+            let frame = resumed.expect_dispatch().await;
+            assert_eq!(frame["t"], "RESUMED", "on {path}: {frame}");
+            resumed.close(4000).await;
+        }
+        let stats = sim.stats();
+        let paths: Vec<(&str, u32)> = stats
+            .connections
+            .iter()
+            .map(|c| (c.path.as_str(), c.resumes))
+            .collect();
+        assert_eq!(paths, [("/", 0), ("/resume/", 1), ("/", 1)]);
+        assert_eq!(stats.totals.resumes, 2);
+    });
+}

@@ -4,8 +4,9 @@ It points discord.py at the simulator (REST base and default gateway), and
 then: waits for READY, injects a DM through the control API, answers that
 DM with `channel.send`, then receives a voice-note DM (flags, audio
 attachment, duration, waveform) and a guild message (in a channel from
-GUILD_CREATE), and stays connected until the simulator has counted
-`--beats` heartbeats on its connection. Every wait is bounded. Writes
+GUILD_CREATE), asks the simulator for an op 7 Reconnect and waits for the
+resumed session (RESUMED), and stays connected until the simulator has
+counted `--beats` heartbeats on the session's live connection. Every wait is bounded. Writes
 `{"channel_id", "reply"}` to `--result` for the checker; exit 1 on any
 failure.
 """
@@ -73,9 +74,14 @@ class Bot(discord.Client):
             await self.voice_note(message)
         elif message.guild is not None and message.author.name == "compat-bob":
             log.info("got the guild message in #%s of %s", message.channel, message.guild)
-            self.finish()
+            await self.control("/fault", {"kind": "reconnect"})
+            log.info("asked the simulator for op 7")
         else:
             log.info("ignoring message %r", message.content)
+
+    async def on_resumed(self):
+        log.info("RESUMED")
+        self.finish()
 
     async def answer_dm(self, message):
         log.info("got the DM from %s in %s", message.author, message.channel.id)
@@ -115,7 +121,8 @@ async def beats_on_session(control, want, timeout):
         while time.monotonic() < deadline:
             async with http.get(control + "/stats") as resp:
                 stats = await resp.json(content_type=None)
-            live = [c for c in stats["connections"] if c["identifies"] > 0 and c["ended"] is None]
+            live = [c for c in stats["connections"]
+                    if (c["identifies"] > 0 or c["resumes"] > 0) and c["ended"] is None]
             seen = max((c["heartbeats"] for c in live), default=0)
             if seen >= want:
                 return seen

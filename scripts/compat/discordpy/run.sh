@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# discord.py against `smolcord sim`: connect, identify, READY, a DM in, a
-# reply out over REST, a few heartbeats, then the simulator's verdict.
-# Needs python3 (with venv) and PyPI. Env: DISCORDPY_VERSION (pinned
-# default below), COMPAT_HEARTBEAT_MS, COMPAT_BEATS, COMPAT_KEEP_LOGS=1,
-# SMOLCORD_BIN, CARGO_TARGET_DIR.
+# discord.py against `smolcord sim`: connect, identify, READY (and
+# GUILD_CREATE), a DM in, a reply out over REST (`channel.send`), a
+# voice-note DM and a guild message in, op 7 -> resume on READY's
+# resume_gateway_url, a few heartbeats; then the simulator's verdict
+# (check.py). Needs python3 (with venv) and PyPI; the venv lives in
+# $CARGO_TARGET_DIR/compat-venv/discordpy (default target/...).
+# Env: DISCORDPY_VERSION (pinned default below), COMPAT_HEARTBEAT_MS,
+# COMPAT_BEATS, COMPAT_KEEP_LOGS=1, SMOLCORD_BIN, CARGO_TARGET_DIR.
 source "$(dirname "$0")/../lib.sh"
 NAME=discord.py
 VERSION="${DISCORDPY_VERSION:-2.7.1}"
@@ -33,5 +36,5 @@ no_library_warnings "$NAME $VERSION" "$WORK/bot.log" '(PyNaCl|davey) is not inst
 
 CHANNEL="$(result_field "$WORK/result.json" channel_id)"
 REPLY="$(result_field "$WORK/result.json" reply)"
-check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream ||
+check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream --resume ||
     fail_logs "$WORK/bot.log"

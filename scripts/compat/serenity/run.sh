@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# serenity against `smolcord sim`: connect,
-# identify, READY, a DM in, a reply out over REST, a few heartbeats, then
-# the simulator's verdict. serenity takes the gateway URL from GET
-# /api/v10/gateway and uses Identify `compress: true`. The client is an out-of-tree cargo project
+# serenity against `smolcord sim`: the gateway URL from GET
+# /api/v10/gateway, identify (`compress: true`), READY and GUILD_CREATE, a
+# DM in, a reply out over REST, a voice-note DM and a guild message in,
+# op 7 -> resume (serenity 0.12 resumes on the gateway URL, not on
+# resume_gateway_url), a few heartbeats; then the simulator's verdict
+# (check.py). The client is an out-of-tree cargo project
 # (serenity/Cargo.toml, its own [workspace]) built into
 # $CARGO_TARGET_DIR/compat-serenity (default target/compat-serenity), with
 # nice and one job: a first build takes minutes. Env: COMPAT_HEARTBEAT_MS,
@@ -31,5 +33,5 @@ no_library_warnings "$NAME $VERSION" "$WORK/bot.log"
 
 CHANNEL="$(result_field "$WORK/result.json" channel_id)"
 REPLY="$(result_field "$WORK/result.json" reply)"
-check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression payload ||
+check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression payload --resume --resume-path-prefix / ||
     fail_logs "$WORK/bot.log"

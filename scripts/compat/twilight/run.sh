@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # twilight-gateway + twilight-http against `smolcord sim`: connect,
-# identify, READY, a DM in, a reply out over REST, a few heartbeats, then
-# the simulator's verdict. The client is an out-of-tree cargo project
+# identify, READY and GUILD_CREATE, a DM in, a reply out over REST, a
+# voice-note DM and a guild message in, op 7 -> resume on READY's
+# resume_gateway_url, a few heartbeats; then the simulator's verdict
+# (check.py). The client is an out-of-tree cargo project
 # (twilight/Cargo.toml, its own [workspace]) built into
 # $CARGO_TARGET_DIR/compat-twilight (default target/compat-twilight), with
 # nice and one job: a first build takes minutes. Env: COMPAT_HEARTBEAT_MS,
@@ -30,5 +32,5 @@ no_library_warnings "$NAME $VERSION" "$WORK/bot.log"
 
 CHANNEL="$(result_field "$WORK/result.json" channel_id)"
 REPLY="$(result_field "$WORK/result.json" reply)"
-check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream ||
+check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream --resume ||
     fail_logs "$WORK/bot.log"

@@ -5,9 +5,10 @@
 //! `GET /api/v10/gateway`. The handler waits for READY, injects a DM
 //! through the control API, answers it with `ChannelId::say`, then
 //! receives a voice-note DM (flags, audio attachment, duration, waveform)
-//! and a guild message (in a channel from GUILD_CREATE); main then lets the
-//! client run until the simulator has counted `--beats` heartbeats, and
-//! shuts the shards down. Every wait is bounded. Writes
+//! and a guild message (in a channel from GUILD_CREATE), asks the simulator
+//! for an op 7 Reconnect and waits for RESUMED; main then lets the client
+//! run until the simulator has counted `--beats` heartbeats on the
+//! session's live connection, and shuts the shards down. Every wait is bounded. Writes
 //! `{"channel_id", "reply", "failure", "version"}` to `--result`.
 
 mod control;
@@ -16,7 +17,7 @@ use control::Control;
 use serde_json::json;
 use serenity::all::{
     ChannelId, ClientBuilder, Context, EventHandler, GatewayIntents, Guild, HttpBuilder, Message,
-    MessageFlags, Ready, UserId,
+    MessageFlags, Ready, ResumedEvent, UserId,
 };
 use serenity::async_trait;
 use std::collections::HashMap;
@@ -129,6 +130,11 @@ impl EventHandler for Handler {
         }
     }
 
+    async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
+        eprintln!("RESUMED");
+        let _ = self.steps.send(Step::Done(Ok(())));
+    }
+
     async fn message(&self, ctx: Context, message: Message) {
         let me = self.me.lock().ok().and_then(|me| *me);
         if Some(message.author.id) == me {
@@ -143,14 +149,20 @@ impl EventHandler for Handler {
             self.voice_note(&message).await
         } else if message.guild_id.is_some() && message.author.name == "compat-bob" {
             eprintln!("got the guild message in {}", message.channel_id);
-            Err(None)
+            let fault = json!({"kind": "reconnect"});
+            match self.control.call("POST", "/fault", Some(&fault)).await {
+                Ok(_) => {
+                    eprintln!("asked the simulator for op 7");
+                    Ok(())
+                }
+                Err(err) => Err(Some(err)),
+            }
         } else {
             eprintln!("ignoring message {:?}", message.content);
             Ok(())
         };
-        // Err(None): all steps done; Err(Some(_)): a failure.
-        if let Err(end) = outcome {
-            let _ = self.steps.send(Step::Done(end.map_or(Ok(()), Err)));
+        if let Err(Some(failure)) = outcome {
+            let _ = self.steps.send(Step::Done(Err(failure)));
         }
     }
 }

@@ -71,13 +71,18 @@ impl Control {
             .map_err(|_| format!("{what}: no answer within 10 s"))?
     }
 
-    /// Heartbeats on the busiest live identified connection.
+    /// Heartbeats on the busiest live connection of a session (identified
+    /// or resumed).
     pub async fn session_beats(&self) -> Result<u64, String> {
         let stats = self.call("GET", "/stats", None).await?;
         let conns = stats["connections"].as_array().cloned().unwrap_or_default();
         Ok(conns
             .iter()
-            .filter(|c| c["identifies"].as_u64().unwrap_or(0) > 0 && c["ended"].is_null())
+            .filter(|c| {
+                let identified = c["identifies"].as_u64().unwrap_or(0) > 0;
+                let resumed = c["resumes"].as_u64().unwrap_or(0) > 0;
+                (identified || resumed) && c["ended"].is_null()
+            })
             .filter_map(|c| c["heartbeats"].as_u64())
             .max()
             .unwrap_or(0))
