@@ -20,7 +20,7 @@ use std::time::Duration;
 
 const INTERVAL: Duration = Duration::from_millis(100);
 /// DMs injected per second during the busy phase.
-const DM_RATE: u64 = 2000;
+const DM_RATE: u64 = 5000;
 
 fn main() {
     let seconds: u64 = std::env::args()

@@ -198,3 +198,33 @@ fn a_blocking_task_makes_beats_late_and_is_named() {
         assert!(worst >= 450.0, "simulator's worst gap {worst} ms");
     });
 }
+
+#[test]
+fn a_peer_that_stopped_reading_is_left_within_the_close_bound() {
+    let interval = 300;
+    let sim = sim_with(interval, 100.0);
+    let rx = sim.subscribe();
+    let mut config = shard_config(&sim);
+    config.close_timeout = Duration::from_millis(500);
+    run_local(config, |handle, _| async move {
+        wait_dispatch(&handle, "READY").await;
+        next_beat(&handle).await;
+        let start = Instant::now();
+        // The peer stops reading: no ACKs, and no answer to our close frame.
+        sim.fault(Fault::Stall(Duration::from_secs(30)));
+        wait_sim(
+            &rx,
+            "a second connection",
+            |e| matches!(e, SimEvent::Connected { conn, .. } if *conn > 1),
+        )
+        .await;
+        let took = start.elapsed();
+        // Zombie verdict within two intervals, then at most the close bound
+        // and a short backoff: far less than the 30 s stall.
+        assert!(
+            took < Duration::from_secs(3),
+            "reconnected only after {took:?}"
+        );
+        wait_dispatch(&handle, "RESUMED").await;
+    });
+}

@@ -113,40 +113,17 @@ async fn play_users(sim: &Simulator, state_dir: &Path) -> Result<(), String> {
     )
     .await
     .ok_or("the bridge did not connect to the simulator")?;
-    let alice_dm = say(sim, ALICE, "alice", "hello? is anyone there?");
-    let code = transcript
-        .wait_for(sim, alice_dm, |text| text.contains("smolcord pair "))
-        .await?
-        .split("smolcord pair ")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
-        .map(str::to_owned)
-        .ok_or("the pairing message had no code")?;
-    println!("   $ smolcord pair {code}      # the operator approves alice");
-    approve_code(state_dir, &code, now_unix_ms())
-        .await
-        .map_err(|e| e.to_string())?;
-    transcript
-        .wait_for(sim, alice_dm, |text| text.contains("approved"))
-        .await?;
-
+    let alice_dm = pair(
+        sim,
+        state_dir,
+        &mut transcript,
+        ALICE,
+        "alice",
+        "hello? is anyone there?",
+    )
+    .await?;
     // Bob pairs too, so two channels work at once.
-    let bob_dm = say(sim, BOB, "bob", "hi");
-    let bob_code = transcript
-        .wait_for(sim, bob_dm, |text| text.contains("smolcord pair "))
-        .await?
-        .split("smolcord pair ")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
-        .map(str::to_owned)
-        .ok_or("the pairing message had no code")?;
-    println!("   $ smolcord pair {bob_code}      # and bob");
-    approve_code(state_dir, &bob_code, now_unix_ms())
-        .await
-        .map_err(|e| e.to_string())?;
-    transcript
-        .wait_for(sim, bob_dm, |text| text.contains("approved"))
-        .await?;
+    let bob_dm = pair(sim, state_dir, &mut transcript, BOB, "bob", "hi").await?;
 
     say(sim, ALICE, "alice", "what is the load on the Pi?");
     voice(sim, ALICE, "alice", "remind me to water the plants");
@@ -176,6 +153,35 @@ async fn play_users(sim: &Simulator, state_dir: &Path) -> Result<(), String> {
     // A few more heartbeats so both sides have something to compare.
     Timer::after(DEMO_HEARTBEAT * 3).await;
     Ok(())
+}
+
+/// A stranger writes, gets a pairing code, and the operator approves it
+/// the way `smolcord pair CODE` does. Returns the user's DM channel.
+async fn pair(
+    sim: &Simulator,
+    state_dir: &Path,
+    transcript: &mut Transcript,
+    user: u64,
+    name: &str,
+    greeting: &str,
+) -> Result<Snowflake, String> {
+    let channel = say(sim, user, name, greeting);
+    let code = transcript
+        .wait_for(sim, channel, |text| text.contains("smolcord pair "))
+        .await?
+        .split("smolcord pair ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
+        .map(str::to_owned)
+        .ok_or("the pairing message had no code")?;
+    println!("   $ smolcord pair {code}      # the operator approves {name}");
+    approve_code(state_dir, &code, now_unix_ms())
+        .await
+        .map_err(|e| e.to_string())?;
+    transcript
+        .wait_for(sim, channel, |text| text.contains("approved"))
+        .await?;
+    Ok(channel)
 }
 
 fn say(sim: &Simulator, user: u64, name: &str, text: &str) -> Snowflake {
@@ -208,31 +214,22 @@ impl Transcript {
     ) -> Result<String, String> {
         let deadline = Instant::now() + STEP;
         loop {
-            let mut found = None;
-            for message in sim.messages_in(channel) {
-                if self.shown.get(&message.id) != Some(&message.content) {
-                    let first_line = message.content.lines().next().unwrap_or_default();
-                    println!("<- bot: {first_line}");
-                    self.shown.insert(message.id, message.content.clone());
-                }
-                if found.is_none() && pred(&message.content) {
-                    found = Some(message.content);
-                }
-            }
-            // Messages in other channels are shown too.
-            for other in [ALICE, BOB].map(|user| sim.dm_channel_of(user)) {
-                if other != channel {
-                    for message in sim.messages_in(other) {
-                        if self.shown.get(&message.id) != Some(&message.content) {
-                            let first_line = message.content.lines().next().unwrap_or_default();
-                            println!("<- bot: {first_line}");
-                            self.shown.insert(message.id, message.content.clone());
-                        }
+            // Every user's channel is shown, not only the one waited on.
+            for user in [ALICE, BOB] {
+                for message in sim.messages_in(sim.dm_channel_of(user)) {
+                    if self.shown.get(&message.id) != Some(&message.content) {
+                        let first_line = message.content.lines().next().unwrap_or_default();
+                        println!("<- bot: {first_line}");
+                        self.shown.insert(message.id, message.content);
                     }
                 }
             }
-            if let Some(text) = found {
-                return Ok(text);
+            let found = sim
+                .messages_in(channel)
+                .into_iter()
+                .find(|message| pred(&message.content));
+            if let Some(message) = found {
+                return Ok(message.content);
             }
             if Instant::now() >= deadline {
                 return Err(format!("no expected reply within {STEP:?}"));

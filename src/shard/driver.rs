@@ -281,16 +281,8 @@ impl Driver {
         &mut self,
         message: Result<Incoming, TransportError>,
     ) -> Result<Option<Hello>, Outcome> {
-        let text = match message {
-            Ok(Incoming::Text(text)) => text,
-            other => return Err(self.connection_lost(other)),
-        };
-        let frame = match Frame::decode(text.as_bytes()) {
-            Ok(frame) => frame,
-            Err(err) => {
-                self.malformed(&err.to_string());
-                return Ok(None);
-            }
+        let Some(frame) = self.frame_of(message)? else {
+            return Ok(None);
         };
         match frame.opcode() {
             Some(OpCode::Hello) => match frame.data::<Hello>() {
@@ -303,6 +295,25 @@ impl Driver {
             Some(OpCode::Reconnect) => Err(Outcome::Resume { immediate: true }),
             _ => {
                 log::debug!("ignoring opcode {} before Hello", frame.raw_opcode());
+                Ok(None)
+            }
+        }
+    }
+
+    /// The frame in `message`: `Err` when the connection ended, `None`
+    /// for a frame that does not decode (logged and skipped).
+    fn frame_of(
+        &self,
+        message: Result<Incoming, TransportError>,
+    ) -> Result<Option<Frame>, Outcome> {
+        let text = match message {
+            Ok(Incoming::Text(text)) => text,
+            other => return Err(self.connection_lost(other)),
+        };
+        match Frame::decode(text.as_bytes()) {
+            Ok(frame) => Ok(Some(frame)),
+            Err(err) => {
+                self.malformed(&err.to_string());
                 Ok(None)
             }
         }
@@ -475,16 +486,8 @@ impl Driver {
         limiter: &mut CommandLimiter,
         live: &mut Live,
     ) -> Result<(), Outcome> {
-        let text = match message {
-            Ok(Incoming::Text(text)) => text,
-            other => return Err(self.connection_lost(other)),
-        };
-        let frame = match Frame::decode(text.as_bytes()) {
-            Ok(frame) => frame,
-            Err(err) => {
-                self.malformed(&err.to_string());
-                return Ok(());
-            }
+        let Some(frame) = self.frame_of(message)? else {
+            return Ok(());
         };
         match frame.opcode() {
             Some(OpCode::Dispatch) => self.on_dispatch(frame, connection, limiter, live).await,

@@ -9,7 +9,7 @@ use super::clock::{later, scaled};
 use super::events::SimEvent;
 use super::faults::Fault;
 use super::http::{HttpConn, Request, Response};
-use super::identify::{handle_identify, handle_resume};
+use super::identify::{handle_identify, handle_resume, lenient_since};
 use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
 use super::zlib::{compress_payload, ZlibStream};
@@ -22,6 +22,7 @@ use async_tungstenite::tungstenite::{Error as WsError, Message};
 use async_tungstenite::{WebSocketReceiver, WebSocketSender, WebSocketStream};
 use futures_lite::future::{or, pending};
 use futures_lite::StreamExt;
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -596,10 +597,13 @@ impl Reader {
                 4003,
                 format!("opcode {} before Identify", frame.raw_opcode()),
             )),
-            OpCode::PresenceUpdate => frame
-                .data::<crate::protocol::PresenceUpdate>()
-                .map(|_| ())
-                .map_err(|err| (4001, err.to_string())),
+            OpCode::PresenceUpdate => {
+                let mut d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
+                lenient_since(&mut d);
+                serde_json::from_value::<crate::protocol::PresenceUpdate>(d)
+                    .map(|_| ())
+                    .map_err(|err| (4001, format!("bad payload for opcode 3: {err}")))
+            }
             _ => Ok(()),
         }
     }

@@ -22,11 +22,28 @@ fn token_ok(reader: &Reader, sent: &str) -> bool {
     sent == reader.shared.config.token.expose()
 }
 
+/// Discord documents a presence's `since` as Unix ms or null, but its
+/// gateway accepts other values: serenity 0.12 sends a serialized
+/// `SystemTime` (`{"secs_since_epoch":…,"nanos_since_epoch":…}`) in every
+/// Identify and op 3, and works against Discord. So a `since` that is not
+/// an unsigned integer is read as null rather than refused.
+pub(crate) fn lenient_since(presence: &mut Value) {
+    if let Some(since) = presence.get_mut("since") {
+        if !since.is_null() && !since.is_u64() {
+            log::debug!("sim: presence `since` {since} is not Unix ms; read as null");
+            *since = Value::Null;
+        }
+    }
+}
+
 /// Decodes Identify, accepting the deprecated `$os`/`$browser`/`$device`
-/// property names Discord still takes.
+/// property names Discord still takes and a `since` Discord tolerates.
 fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
     let bad = |err: String| (4001, format!("invalid Identify: {err}"));
     let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
+    if let Some(presence) = d.get_mut("presence") {
+        lenient_since(presence);
+    }
     if let Some(props) = d.get_mut("properties").and_then(Value::as_object_mut) {
         for key in ["os", "browser", "device"] {
             if !props.contains_key(key) {

@@ -194,6 +194,9 @@ pub(crate) fn guild_create(guild: &SimGuild, config: &SimConfig) -> Value {
             "id": id.to_string(),
             "name": "@everyone",
             "color": 0,
+            // Discord's role object carries `colors` (`color` is its
+            // deprecated predecessor); twilight-model requires it.
+            "colors": {"primary_color": 0, "secondary_color": null, "tertiary_color": null},
             "hoist": false,
             "icon": null,
             "unicode_emoji": null,

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# discord.py against `smolcord sim`: connect, identify, READY (and
+# GUILD_CREATE), a DM in, a reply out over REST (`channel.send`), a
+# voice-note DM and a guild message in, op 7 -> resume on READY's
+# resume_gateway_url, a few heartbeats; then the simulator's verdict
+# (check.py). Needs python3 (with venv) and PyPI; the venv lives in
+# $CARGO_TARGET_DIR/compat-venv/discordpy (default target/...).
+# Env: DISCORDPY_VERSION (pinned default below), COMPAT_HEARTBEAT_MS,
+# COMPAT_BEATS, COMPAT_KEEP_LOGS=1, SMOLCORD_BIN, CARGO_TARGET_DIR.
+source "$(dirname "$0")/../lib.sh"
+NAME=discord.py
+VERSION="${DISCORDPY_VERSION:-2.7.1}"
+VENV="$TARGET/compat-venv/discordpy"
+
+if ! "$VENV/bin/python" -c "import discord, sys; sys.exit(discord.__version__ != '$VERSION')" 2>/dev/null; then
+    python3 -m venv "$VENV" || fail "$NAME" "python3 -m venv failed (apt-get install python3-venv?)"
+    # Plain discord.py: without the optional `zstandard` package it asks
+    # for zlib-stream, which the simulator speaks.
+    timeout 600 "$VENV/bin/pip" install --quiet --disable-pip-version-check "discord.py==$VERSION" \
+        >"$WORK/pip.log" 2>&1 || fail "$NAME" "pip install discord.py==$VERSION failed"
+fi
+
+build_smolcord "$NAME"
+start_sim "$NAME"
+
+status=0
+timeout 120 "$VENV/bin/python" "$COMPAT_DIR/discordpy/bot.py" \
+    --gateway "$GATEWAY_URL" --api "$API_BASE" --control "$CONTROL_URL" --token "$TOKEN" \
+    --heartbeat-ms "$HEARTBEAT_MS" --beats "$BEATS" --result "$WORK/result.json" \
+    >"$WORK/bot.log" 2>&1 || status=$?
+if [[ $status -ne 0 ]]; then
+    fail "$NAME $VERSION" "bot exited $status: $(grep -m1 'FAIL' "$WORK/bot.log" || echo 'see bot.log')"
+fi
+
+no_library_warnings "$NAME $VERSION" "$WORK/bot.log" '(PyNaCl|davey) is not installed, voice will NOT be supported'
+
+CHANNEL="$(result_field "$WORK/result.json" channel_id)"
+REPLY="$(result_field "$WORK/result.json" reply)"
+check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream --resume ||
+    fail_logs "$WORK/bot.log"
