@@ -47,6 +47,7 @@ pub mod restart;
 mod results;
 pub mod spool;
 mod transcribe;
+mod watch;
 mod worker;
 
 pub use access::{AccessFile, Role};

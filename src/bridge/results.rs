@@ -1,15 +1,18 @@
-//! The results poller: every `results_poll_ms` (a plain timer; nothing runs
-//! in between) it picks up `spool/results/*.json`, delivers each (falling
-//! back and archiving as [`super::delivery`] says), and moves malformed
-//! files aside. The same tick notices pairing approvals while codes are
-//! pending, so an approved user hears about it without writing again.
+//! The results poller: when a file lands in `spool/results/` (an inotify
+//! watch; or every `results_poll_ms` where the directory cannot be watched)
+//! it picks up `spool/results/*.json`, delivers each (falling back and
+//! archiving as [`super::delivery`] says), and moves malformed files aside.
+//! The same wake-up notices pairing approvals (`access.json` replaced) while
+//! codes are pending, so an approved user hears about it without writing
+//! again. Nothing runs in between: an idle bridge makes no wake-ups here.
 
-use super::access::Role;
+use super::access::{Role, ACCESS_FILE};
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::{deliver, notify, Outgoing};
 use super::pairing::{self, APPROVED_MESSAGE};
 use super::spool::{result_id, BadResult, Outcome};
+use super::watch::DirWatch;
 use super::worker::reread_access;
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
@@ -21,25 +24,51 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// With a directory watch, a re-scan this often still catches anything a
+/// watch could miss (and prunes expired pairing codes).
+const WATCHED_RESCAN: Duration = Duration::from_secs(60);
+
 /// Runs until `stop` closes.
 pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
-    let interval = Duration::from_millis(ctx.config.results_poll_ms.max(1));
+    let watch = DirWatch::new(
+        ctx.spool.results.clone(),
+        ctx.state_dir.clone(),
+        ACCESS_FILE,
+    )
+    .await;
+    let poll_interval = Duration::from_millis(ctx.config.results_poll_ms.max(1));
+    // Watched: wake on change, so an idle bridge has no timer to serve.
+    let interval = if watch.is_active() {
+        poll_interval.max(WATCHED_RESCAN)
+    } else {
+        poll_interval
+    };
     // Files being delivered, or that could not be archived (never retried
     // in this run, so a stuck file cannot be delivered over and over).
     let busy: Rc<RefCell<HashSet<PathBuf>>> = Rc::default();
     let mut listing_failed = false;
+    // The first scan runs at once: results may have arrived while the
+    // bridge was down, or before the watch existed.
+    let mut first_scan = true;
     loop {
-        let stopped = futures_lite::future::or(
-            async {
-                let _ = stop.recv().await;
-                true
-            },
-            async {
-                Timer::after(interval).await;
-                false
-            },
-        )
-        .await;
+        let stopped = !std::mem::take(&mut first_scan)
+            && futures_lite::future::or(
+                async {
+                    let _ = stop.recv().await;
+                    true
+                },
+                futures_lite::future::or(
+                    async {
+                        Timer::after(interval).await;
+                        false
+                    },
+                    async {
+                        watch.changed().await;
+                        false
+                    },
+                ),
+            )
+            .await;
         if stopped || ctx.stopping.get() {
             return;
         }
