@@ -379,14 +379,22 @@ impl Driver {
             return outcome;
         }
 
+        // One timer for the whole connection, moved only when the deadline
+        // does: every new timer wakes the reactor thread, and an idle bot
+        // should wake for its beats and nothing else.
+        let mut beat_at = heartbeat.next_deadline();
+        let mut beat_timer = Timer::at(beat_at);
         loop {
+            if heartbeat.next_deadline() != beat_at {
+                beat_at = heartbeat.next_deadline();
+                beat_timer.set_at(beat_at);
+            }
             let wake = {
-                let beat_at = heartbeat.next_deadline();
                 let now = Instant::now();
                 let commands_open = limiter.may_send_command(now);
                 let command_slot = limiter.next_command_slot(now);
                 let beat = async {
-                    Timer::at(beat_at).await;
+                    (&mut beat_timer).await;
                     Wake::Beat
                 };
                 let frame = async { Wake::Frame(connection.next_message().await) };
