@@ -28,7 +28,9 @@ fn main() -> ExitCode {
     let command = match parse(lexopt::Parser::from_env()) {
         Ok(Some(command)) => command,
         Ok(None) => {
-            println!("{USAGE}");
+            // A closed stdout (`smolcord --help | head -1`) is not an error.
+            let _ =
+                std::io::Write::write_all(&mut std::io::stdout(), format!("{USAGE}\n").as_bytes());
             return ExitCode::SUCCESS;
         }
         Err(err) => {

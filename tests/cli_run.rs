@@ -106,3 +106,35 @@ fn sigterm_saves_the_session_and_the_next_start_resumes() {
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
     assert!(exit_within(&mut second, BOUND).success());
 }
+
+#[test]
+fn the_agent_never_sees_the_token() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({
+        "allowed_user_ids": ["42"],
+        "agent_cmd": ["/bin/sh", "-c", "cat > /dev/null; echo token=${DISCORD_TOKEN:-unset}"],
+    });
+    std::fs::write(state.path().join("config.json"), config.to_string()).unwrap();
+    let mut child = start(&sim, state.path(), DEFAULT_SIM_TOKEN);
+    wait_sim(&sim, "an identify", |e| {
+        matches!(e, SimEvent::Identified { .. })
+    });
+    let (_, channel) = sim.send_dm(42, "alice", "what do you see?");
+    let deadline = Instant::now() + BOUND;
+    let reply = loop {
+        if let Some(message) = sim
+            .messages_in(channel)
+            .into_iter()
+            .find(|m| m.content.starts_with("token="))
+        {
+            break message.content;
+        }
+        assert!(Instant::now() < deadline, "no agent reply");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(reply.trim(), "token=unset");
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    assert!(exit_within(&mut child, BOUND).success());
+}

@@ -163,6 +163,19 @@ fn env_exactly_gives_the_child_only_those_variables_and_cwd_is_honoured() {
 }
 
 #[test]
+fn inherit_without_hides_only_the_named_variables() {
+    // PATH is in every test environment: it shows with Inherit, not without.
+    let has_path = |out: &str| out.lines().any(|line| line.starts_with("PATH="));
+    let out = run(spec(&["/usr/bin/env"], SHORT)).expect("run");
+    assert!(has_path(&out.stdout_text()));
+    let mut s = spec(&["/usr/bin/env"], SHORT);
+    s.env = CommandEnv::InheritWithout(vec!["PATH".into()]);
+    let out = run(s).expect("run").stdout_text();
+    assert!(!has_path(&out), "{out}");
+    assert!(!out.is_empty(), "the rest of the environment is kept");
+}
+
+#[test]
 fn timeout_kills_the_whole_group_grandchildren_included() {
     // sh prints its background child's pid, then waits on it: both must die.
     let mut s = spec(

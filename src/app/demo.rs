@@ -55,16 +55,14 @@ pub async fn run() -> Result<ExitCode, String> {
         placeholder_after: Some(Duration::from_millis(1500)),
         ..Tunables::default()
     };
-    println!(
-        "smolcord demo — no DISCORD_TOKEN, so the bridge talks to the embedded gateway simulator"
-    );
-    println!(
+    say!("smolcord demo — no DISCORD_TOKEN, so the bridge talks to the embedded gateway simulator");
+    say!(
         "  gateway {}  (heartbeat every {} ms)",
         sim.gateway_url(),
         DEMO_HEARTBEAT.as_millis()
     );
-    println!("  state   {}", state_dir.display());
-    println!("  agent and transcriber: `smolcord demo-agent` / `demo-transcribe`, 2 s each, as subprocesses\n");
+    say!("  state   {}", state_dir.display());
+    say!("  agent and transcriber: `smolcord demo-agent` / `demo-transcribe`, 2 s each, as subprocesses\n");
 
     let started = Instant::now();
     let (stop_tx, stop_rx) = smol::channel::bounded::<()>(1);
@@ -94,11 +92,11 @@ pub async fn run() -> Result<ExitCode, String> {
     remove_dir(state_dir).await;
     match script {
         Ok(()) => {
-            print!("{report}");
+            say_raw!("{report}");
             Ok(ExitCode::SUCCESS)
         }
         Err(why) => {
-            print!("{report}");
+            say_raw!("{report}");
             Err(format!("the demo did not finish: {why}"))
         }
     }
@@ -140,7 +138,7 @@ async fn play_users(sim: &Simulator, state_dir: &Path) -> Result<(), String> {
 
     // A long-running agent answers later by dropping a result in the spool.
     let result = state_dir.join("spool/results/demo-reminder.json");
-    println!("   (a long-running agent writes {})", result.display());
+    say!("   (a long-running agent writes {})", result.display());
     offload::write_json_atomic(
         &result,
         &serde_json::json!({ "channel_id": alice_dm, "content": "Reminder: water the plants (queued result from the spool)" }),
@@ -174,7 +172,7 @@ async fn pair(
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
         .map(str::to_owned)
         .ok_or("the pairing message had no code")?;
-    println!("   $ smolcord pair {code}      # the operator approves {name}");
+    say!("   $ smolcord pair {code}      # the operator approves {name}");
     approve_code(state_dir, &code, now_unix_ms())
         .await
         .map_err(|e| e.to_string())?;
@@ -185,12 +183,12 @@ async fn pair(
 }
 
 fn say(sim: &Simulator, user: u64, name: &str, text: &str) -> Snowflake {
-    println!("-> {name}: {text}");
+    say!("-> {name}: {text}");
     sim.send_dm(user, name, text).1
 }
 
 fn voice(sim: &Simulator, user: u64, name: &str, speech: &str) {
-    println!("-> {name}: (voice note) \"{speech}\"");
+    say!("-> {name}: (voice note) \"{speech}\"");
     let mut ogg = b"OggS\0demo voice note\0".to_vec();
     ogg.extend_from_slice(SPEECH_MARKER);
     ogg.extend_from_slice(speech.as_bytes());
@@ -219,7 +217,7 @@ impl Transcript {
                 for message in sim.messages_in(sim.dm_channel_of(user)) {
                     if self.shown.get(&message.id) != Some(&message.content) {
                         let first_line = message.content.lines().next().unwrap_or_default();
-                        println!("<- bot: {first_line}");
+                        say!("<- bot: {first_line}");
                         self.shown.insert(message.id, message.content);
                     }
                 }

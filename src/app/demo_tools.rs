@@ -30,7 +30,7 @@ pub fn agent() -> ExitCode {
     std::thread::sleep(THINKING);
     let text = task["text"].as_str().unwrap_or_default();
     let who = task["author"]["username"].as_str().unwrap_or("you");
-    println!(
+    say!(
         "(demo agent, {} s in a separate process) {who}, you said: «{}»",
         THINKING.as_secs(),
         text.trim()
@@ -58,7 +58,7 @@ pub fn transcribe(path: Option<&str>) -> ExitCode {
         .map(|at| String::from_utf8_lossy(&bytes[at + SPEECH_MARKER.len()..]).into_owned());
     match speech {
         Some(text) => {
-            println!("{}", text.trim());
+            say!("{}", text.trim());
             ExitCode::SUCCESS
         }
         None => {

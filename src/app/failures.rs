@@ -19,7 +19,7 @@ pub async fn run(
     let contents = recorder::read_journal(&path)
         .await
         .map_err(|e| e.to_string())?;
-    print!("{}", render(&path, &contents, last));
+    say_raw!("{}", render(&path, &contents, last));
     for notice in &contents.notices {
         eprintln!("smolcord: note: {notice}");
     }

@@ -1,6 +1,23 @@
 //! app: the command-line programs (`demo`, `run`, `sim`, `pair`, `status`,
 //! `failures`), one file each, on top of the library modules.
 
+/// `println!` that ignores a closed stdout (`smolcord status | head` must
+/// not panic on EPIPE).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` with the same tolerance.
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 #[cfg(feature = "sim")]
 mod demo;
 mod demo_tools;

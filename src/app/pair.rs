@@ -14,21 +14,21 @@ pub async fn run(config: Option<&Path>, env: Env<'_>, code: &str) -> Result<Exit
     let config = Config::load(config, env).await.map_err(|e| e.to_string())?;
     match approve_code(&config.state_dir, code, now_unix_ms()).await {
         Ok(approval) if approval.already_allowed => {
-            println!(
+            say!(
                 "user {} was already allowed; nothing to do",
                 approval.user_id
             );
             Ok(ExitCode::SUCCESS)
         }
         Ok(approval) => {
-            println!(
+            say!(
                 "approved: user {} may now talk to the agent (the running bridge picks this up by itself)",
                 approval.user_id
             );
             Ok(ExitCode::SUCCESS)
         }
         Err(e @ (PairError::Unknown(_) | PairError::Expired { .. })) => {
-            println!("{e}");
+            say!("{e}");
             Ok(ExitCode::FAILURE)
         }
         Err(PairError::State(detail)) => Err(detail),

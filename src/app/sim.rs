@@ -24,12 +24,12 @@ pub async fn run(
     }
     let mut signals = shutdown_signals().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let sim = Simulator::start(config).map_err(|e| e.to_string())?;
-    println!("smolcord gateway simulator");
-    println!("  gateway  {}", sim.gateway_url());
-    println!("  REST     {}", sim.api_base());
-    println!("  control  {}", sim.control_url());
-    println!("  token    {DEFAULT_SIM_TOKEN}");
-    println!(
+    say!("smolcord gateway simulator");
+    say!("  gateway  {}", sim.gateway_url());
+    say!("  REST     {}", sim.api_base());
+    say!("  control  {}", sim.control_url());
+    say!("  token    {DEFAULT_SIM_TOKEN}");
+    say!(
         "  try: DISCORD_TOKEN={DEFAULT_SIM_TOKEN} SMOLCORD_GATEWAY_URL={} SMOLCORD_API_BASE={} smolcord run",
         sim.gateway_url(),
         sim.api_base()

@@ -12,7 +12,7 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
     match status::read(&config.state_dir).await {
         Ok(Some(snapshot)) => {
             let now = status::now_unix_ms();
-            print!("{}", snapshot.render(now));
+            say_raw!("{}", snapshot.render(now));
             Ok(if snapshot.is_healthy(now) {
                 ExitCode::SUCCESS
             } else {
@@ -20,7 +20,7 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
             })
         }
         Ok(None) => {
-            println!(
+            say!(
                 "no status yet: {} does not exist (is smolcord running with this state dir?)",
                 status::path(&config.state_dir).display()
             );

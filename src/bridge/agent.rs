@@ -8,7 +8,7 @@ use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::record_rest;
 use super::spool::Task;
-use crate::offload::{run_command, CommandOutput, CommandSpec};
+use crate::offload::{run_command, CommandOutput};
 use crate::protocol::Snowflake;
 use crate::recorder::FailureKind;
 use async_io::Timer;
@@ -34,7 +34,7 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     ctx.counters.bump(Counter::AgentRuns);
     let timeout = Duration::from_secs(ctx.config.agent_timeout_s);
     let program = argv.first().cloned().unwrap_or_default();
-    let mut spec = CommandSpec::new(argv, timeout);
+    let mut spec = super::tool_command(argv, timeout);
     spec.stdin = serde_json::to_vec(task).ok();
 
     // The indicator runs as its own task so that stopping it never cuts a

@@ -9,7 +9,7 @@
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::spool::{ArchiveEntry, Outcome};
-use crate::offload::{run_command, CommandSpec};
+use crate::offload::run_command;
 use crate::protocol::Snowflake;
 use crate::recorder::FailureKind;
 use crate::rest::{split_message, RestError, MESSAGE_LIMIT};
@@ -190,7 +190,7 @@ async fn fallback(
         error: error.to_string(),
         delivered_message_ids: delivered,
     };
-    let mut spec = CommandSpec::new(argv, Duration::from_secs(ctx.config.dm_fallback_timeout_s));
+    let mut spec = super::tool_command(argv, Duration::from_secs(ctx.config.dm_fallback_timeout_s));
     spec.stdin = serde_json::to_vec(&input).ok();
     ctx.counters.bump(Counter::FallbacksRun);
     let failed = |why: String| {

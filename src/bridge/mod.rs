@@ -82,6 +82,15 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// The spec for one of the operator's commands (transcriber, agent, DM
+/// fallback): the bridge's environment minus the bot token, which those
+/// programs have no business seeing.
+pub(crate) fn tool_command(argv: Vec<String>, timeout: Duration) -> offload::CommandSpec {
+    let mut spec = offload::CommandSpec::new(argv, timeout);
+    spec.env = offload::CommandEnv::InheritWithout(vec!["DISCORD_TOKEN".into()]);
+    spec
+}
+
 /// Knobs that are not config keys (tests shorten them).
 #[derive(Clone, Copy, Debug)]
 pub struct Tunables {

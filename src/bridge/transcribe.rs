@@ -8,7 +8,7 @@ use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::record_rest;
 use super::spool::Transcript;
-use crate::offload::{self, run_command, CommandSpec};
+use crate::offload::{self, run_command};
 use crate::protocol::{Attachment, Message};
 use crate::recorder::FailureKind;
 use crate::rest::RestError;
@@ -203,7 +203,7 @@ async fn download_and_run(
     argv.push(path.to_string_lossy().into_owned());
     let timeout = Duration::from_secs(ctx.config.transcribe_timeout_s);
     let _slot = ctx.transcribe_slots.acquire().await;
-    let out = run_command(CommandSpec::new(argv, timeout))
+    let out = run_command(super::tool_command(argv, timeout))
         .await
         .map_err(TranscribeError::Spawn)?;
     if out.timed_out {

@@ -50,6 +50,9 @@ pub struct CommandSpec {
 pub enum CommandEnv {
     /// Our own environment, unchanged.
     Inherit,
+    /// Our own environment without these variables (e.g. the bot token,
+    /// which a transcriber or agent has no business seeing).
+    InheritWithout(Vec<String>),
     /// Exactly these variables and no others. Without a `PATH` entry here, a
     /// bare program name is still looked up in *our* `PATH`.
     Exactly(Vec<(String, String)>),
@@ -105,6 +108,9 @@ impl fmt::Debug for CommandEnv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CommandEnv::Inherit => f.write_str("Inherit"),
+            CommandEnv::InheritWithout(names) => {
+                f.debug_tuple("InheritWithout").field(names).finish()
+            }
             CommandEnv::Exactly(vars) => f
                 .debug_tuple("Exactly")
                 .field(&vars.iter().map(|(k, _)| k).collect::<Vec<_>>())

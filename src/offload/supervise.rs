@@ -122,10 +122,18 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
 fn build(spec: &CommandSpec, program: &str) -> async_process::Command {
     let mut std_command = std::process::Command::new(program);
     std_command.args(&spec.argv[1..]).process_group(0);
-    if let CommandEnv::Exactly(vars) = &spec.env {
-        std_command
-            .env_clear()
-            .envs(vars.iter().map(|(k, v)| (k, v)));
+    match &spec.env {
+        CommandEnv::Inherit => {}
+        CommandEnv::InheritWithout(names) => {
+            for name in names {
+                std_command.env_remove(name);
+            }
+        }
+        CommandEnv::Exactly(vars) => {
+            std_command
+                .env_clear()
+                .envs(vars.iter().map(|(k, v)| (k, v)));
+        }
     }
     if let Some(cwd) = &spec.cwd {
         std_command.current_dir(cwd);
