@@ -55,7 +55,7 @@ fn a_rejected_token_exits_non_zero_naming_the_code_and_the_fix() {
     let mut child = start(&sim, state.path(), "not-the-right-token");
     let status = exit_within(&mut child, BOUND);
     let stderr = stderr_of(child);
-    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert_eq!(status.code(), Some(78), "{stderr}");
     assert!(
         stderr.contains("authentication failed (4004)") && stderr.contains("DISCORD_TOKEN"),
         "{stderr}"

@@ -21,6 +21,10 @@ use std::time::Duration;
 /// Exit code after an owner's `!restart`: non-zero, so a supervisor with
 /// `Restart=on-failure` starts us again (EX_TEMPFAIL).
 pub const RESTART_EXIT_CODE: u8 = 75;
+/// Exit code when the gateway refused us for good (bad token, intents,
+/// shard): a restart cannot fix it, so a supervisor should not retry
+/// (systemd: `RestartPreventExitStatus=78`; EX_CONFIG).
+pub const FATAL_EXIT_CODE: u8 = 78;
 /// Bound on the gateway's close handshake at shutdown.
 const SHARD_STOP_BOUND: Duration = Duration::from_secs(2);
 
@@ -79,7 +83,7 @@ pub fn exit_code(outcome: BridgeOutcome) -> ExitCode {
         }
         BridgeOutcome::ShardFatal(error) => {
             eprintln!("smolcord: {error}");
-            ExitCode::FAILURE
+            ExitCode::from(FATAL_EXIT_CODE)
         }
     }
 }
