@@ -11,6 +11,8 @@
 //! session's live connection, and shuts the shards down. Every wait is bounded. Writes
 //! `{"channel_id", "reply", "failure", "version"}` to `--result`.
 
+// Shared by the Rust clients: the simulator's control API over plain HTTP.
+#[path = "../../common/control.rs"]
 mod control;
 
 use control::Control;

@@ -12,6 +12,8 @@
 //! bounded. Writes `{"channel_id", "reply", "failure", "version"}` to
 //! `--result`.
 
+// Shared by the Rust clients: the simulator's control API over plain HTTP.
+#[path = "../../common/control.rs"]
 mod control;
 
 use control::Control;
