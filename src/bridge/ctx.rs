@@ -48,6 +48,9 @@ pub(crate) struct Ctx {
     pub stopping: Cell<bool>,
     /// Weak: the executor owns the tasks, which own the context.
     pub executor: Weak<LocalExecutor<'static>>,
+    /// Wakes the results poller early (a pairing code was issued: it must
+    /// start watching for the approval).
+    pub poller_wake: event_listener::Event,
 }
 
 impl Ctx {

@@ -370,6 +370,7 @@ impl Bridge {
             turn_done: Cell::new(false),
             stopping: Cell::new(false),
             executor: Rc::downgrade(&ex),
+            poller_wake: event_listener::Event::new(),
             config: self.config,
         });
         let (poll_stop_tx, poll_stop_rx) = channel::bounded::<()>(1);

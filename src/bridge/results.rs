@@ -2,11 +2,12 @@
 //! watch; or every `results_poll_ms` where the directory cannot be watched)
 //! it picks up `spool/results/*.json`, delivers each (falling back and
 //! archiving as [`super::delivery`] says), and moves malformed files aside.
-//! The same wake-up notices pairing approvals (`access.json` replaced) while
-//! codes are pending, so an approved user hears about it without writing
-//! again. Nothing runs in between: an idle bridge makes no wake-ups here.
+//! While pairing codes are pending it also ticks every `results_poll_ms` to
+//! notice approvals, so an approved user hears about it without writing
+//! again. Otherwise nothing runs in between: an idle bridge wakes here only
+//! for a safety re-scan once a minute.
 
-use super::access::{Role, ACCESS_FILE};
+use super::access::Role;
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::{deliver, notify, Outgoing};
@@ -30,19 +31,8 @@ const WATCHED_RESCAN: Duration = Duration::from_secs(60);
 
 /// Runs until `stop` closes.
 pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
-    let watch = DirWatch::new(
-        ctx.spool.results.clone(),
-        ctx.state_dir.clone(),
-        ACCESS_FILE,
-    )
-    .await;
+    let watch = DirWatch::new(ctx.spool.results.clone()).await;
     let poll_interval = Duration::from_millis(ctx.config.results_poll_ms.max(1));
-    // Watched: wake on change, so an idle bridge has no timer to serve.
-    let interval = if watch.is_active() {
-        poll_interval.max(WATCHED_RESCAN)
-    } else {
-        poll_interval
-    };
     // Files being delivered, or that could not be archived (never retried
     // in this run, so a stuck file cannot be delivered over and over).
     let busy: Rc<RefCell<HashSet<PathBuf>>> = Rc::default();
@@ -51,6 +41,16 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
     // bridge was down, or before the watch existed.
     let mut first_scan = true;
     loop {
+        // Watched and no pairing code waiting for approval: wake on change
+        // only (plus a rare safety re-scan), so an idle bridge has no timer
+        // to serve. Otherwise poll, to notice `smolcord pair` in time.
+        let woken = ctx.poller_wake.listen();
+        let codes_pending = ctx.pairing.borrow().live_codes(now_unix_ms()) > 0;
+        let interval = if watch.is_active() && !codes_pending {
+            poll_interval.max(WATCHED_RESCAN)
+        } else {
+            poll_interval
+        };
         let stopped = !std::mem::take(&mut first_scan)
             && futures_lite::future::or(
                 async {
@@ -63,7 +63,7 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
                         false
                     },
                     async {
-                        watch.changed().await;
+                        futures_lite::future::or(watch.changed(), woken).await;
                         false
                     },
                 ),

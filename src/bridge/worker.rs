@@ -195,6 +195,7 @@ async fn pair(ctx: &Ctx, message: &Message) {
                 return;
             }
             ctx.counters.bump(Counter::PairingCodesIssued);
+            ctx.poller_wake.notify(1);
             log::info!(
                 "pairing code issued to user {} (approve with `smolcord pair CODE`)",
                 message.author.id
