@@ -144,7 +144,6 @@ pub fn main(command: Command) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(message) => {
-            log::error!("{message}");
             eprintln!("smolcord: {message}");
             ExitCode::FAILURE
         }
