@@ -39,6 +39,7 @@
 mod client;
 mod error;
 mod exchange;
+mod plain;
 mod ratelimit;
 mod split;
 mod types;
@@ -46,5 +47,6 @@ mod types;
 pub use crate::protocol::{GatewayBot, SessionStartLimit};
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
 pub use error::RestError;
+pub use plain::plain_get;
 pub use split::{split_message, MESSAGE_LIMIT};
 pub use types::{Channel, Message};

@@ -81,6 +81,7 @@ mod identify;
 mod inject;
 mod multipart;
 mod objects;
+mod queue;
 mod rest;
 mod server;
 mod session;
@@ -213,6 +214,12 @@ impl Simulator {
     /// `http://127.0.0.1:P/control`.
     pub fn control_url(&self) -> String {
         format!("{}/control", self.shared().http_base())
+    }
+
+    /// The identify queue stand-in (twilight-rs/gateway-queue's protocol:
+    /// `GET {url}?shard=N`).
+    pub fn identify_queue_url(&self) -> String {
+        format!("{}/queue", self.shared().http_base())
     }
 
     /// Applies a gateway fault to every live connection; returns how many

@@ -161,9 +161,14 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     response
 }
 
-fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
+/// The next REST fault for `path`, if any. The identify queue takes only
+/// faults aimed at it.
+pub(crate) fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
     let index = state.rest_faults.iter().position(|f| {
-        f.count > 0 && f.path_prefix.as_deref().is_none_or(|p| path.starts_with(p))
+        f.count > 0
+            && f.path_prefix
+                .as_deref()
+                .map_or(path != super::queue::PATH, |p| path.starts_with(p))
     })?;
     let fault: &mut RestFault = &mut state.rest_faults[index];
     fault.count -= 1;
@@ -174,7 +179,7 @@ fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
     Some(kind)
 }
 
-fn fault_response(kind: RestFaultKind) -> Response {
+pub(crate) fn fault_response(kind: RestFaultKind) -> Response {
     match kind {
         RestFaultKind::RateLimited {
             retry_after,
@@ -258,7 +263,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 200,
                 &json!({
                     "url": shared.gateway_url(),
-                    "shards": config.required_shards.unwrap_or(1),
+                    "shards": config.required_shards.unwrap_or(config.recommended_shards),
                     "session_start_limit": {
                         "total": limit.total,
                         "remaining": state.start_remaining,

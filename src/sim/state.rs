@@ -115,7 +115,10 @@ pub(crate) struct State {
     pub(crate) rest_faults: VecDeque<RestFault>,
     pub(crate) ids: IdGen,
     pub(crate) start_remaining: u32,
-    pub(crate) recent_identifies: VecDeque<Instant>,
+    /// The last identify of each `max_concurrency` bucket.
+    pub(crate) last_identify: HashMap<u32, Instant>,
+    /// The identify queue stand-in: when each bucket's next turn is.
+    pub(crate) queue_next: HashMap<u32, Instant>,
 }
 
 /// Everything the simulator's parts share.
@@ -148,7 +151,8 @@ impl Shared {
             rest_faults: VecDeque::new(),
             ids: IdGen::default(),
             start_remaining: config.session_start_limit.remaining,
-            recent_identifies: VecDeque::new(),
+            last_identify: HashMap::new(),
+            queue_next: HashMap::new(),
         };
         Shared {
             config,
