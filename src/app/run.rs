@@ -25,8 +25,9 @@ use std::time::{Duration, Instant};
 /// `Restart=on-failure` starts us again (EX_TEMPFAIL).
 pub const RESTART_EXIT_CODE: u8 = 75;
 /// Exit code when Discord refused us for good (bad token, intents, shard;
-/// from the gateway or the start-up token check): a restart cannot fix it, so a supervisor should not retry
-/// (systemd: `RestartPreventExitStatus=78`; EX_CONFIG).
+/// from the gateway or the start-up token check): a restart cannot fix it,
+/// so a supervisor should not retry (systemd: `RestartPreventExitStatus=78`;
+/// EX_CONFIG).
 pub const FATAL_EXIT_CODE: u8 = 78;
 /// Bound on the gateway's close handshake at shutdown.
 const SHARD_STOP_BOUND: Duration = Duration::from_secs(2);
@@ -64,7 +65,7 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
                             let _ = stop_tx.try_send(());
                         }
                         StopAction::Duplicate => {
-                            log::debug!("the same stop request delivered again; ignored")
+                            log::info!("the same stop request delivered again; ignored")
                         }
                         StopAction::ExitNow => {
                             log::warn!("second stop signal: exiting now");

@@ -10,21 +10,20 @@
 
 use crate::rest::{RestClient, RestError};
 
-/// Why the token was refused, for the operator (names `DISCORD_TOKEN`,
-/// never the token).
-pub fn refusal_message() -> String {
-    "Discord's REST API refused the token (401 Unauthorized on GET /gateway/bot): check DISCORD_TOKEN (or token_file); the token is wrong or was reset".to_owned()
-}
-
 /// Asks `GET /gateway/bot` once. `Some(message)` when the token was refused
-/// (401); `None` when it was accepted or the check could not tell.
+/// (401): what to tell the operator, naming `DISCORD_TOKEN` (never the
+/// token); `None` when it was accepted or the check could not tell.
 pub async fn refused(rest: &RestClient) -> Option<String> {
     match rest.gateway_bot().await {
         Ok(_) => {
             log::debug!("token check: Discord's REST API accepts the token");
             None
         }
-        Err(RestError::Http { status: 401, .. }) => Some(refusal_message()),
+        Err(RestError::Http { status: 401, .. }) => Some(
+            "Discord's REST API refused the token (401 Unauthorized on GET /gateway/bot): \
+             check DISCORD_TOKEN (or token_file); the token is wrong or was reset"
+                .to_owned(),
+        ),
         Err(e) => {
             log::warn!(
                 "token check: could not ask Discord's REST API ({e}); carrying on, the gateway will tell"

@@ -3,14 +3,17 @@
 //! same author used within the window is not created again; the answer is
 //! the original message.
 //!
-//! Discord's Create Message reference (JSON params): "If true and nonce is
-//! present, it will be checked for uniqueness in the past few minutes. If
-//! another message was created by the same author with the same nonce,
-//! that message will be returned and no new message will be created." Its
-//! author added, in discord/discord-api-docs#6647, that this is meant "to
-//! allow for a safe retry for message sending". Discord publishes no exact
-//! window, so the simulator's is configurable (`SimConfig::nonce_window`),
-//! by default a conservative 2 minutes: a client must not count on more.
+//! Discord's Create Message reference, `enforce_nonce`
+//! (<https://discord.com/developers/docs/resources/message#create-message>):
+//! "If true and nonce is present, it will be checked for uniqueness in the
+//! past few minutes. If another message was created by the same author
+//! with the same nonce, that message will be returned and no new message
+//! will be created." The Discord engineer who added it explained, in
+//! discord/discord-api-docs#6647, that the intent is "to allow for a safe
+//! retry for message sending" (and that a message deleted since is not
+//! created again either). Discord publishes no exact window, so the
+//! simulator's is configurable (`SimConfig::nonce_window`), by default a
+//! conservative 2 minutes: a client must not count on more.
 //! Every REST message comes from the one bot user here, so the author is
 //! implied. A `nonce` is a string or an integer of at most 25 characters.
 
