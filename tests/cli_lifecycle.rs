@@ -205,6 +205,7 @@ fn a_token_the_rest_api_refuses_exits_78_whatever_the_gateway_does() {
     assert_eq!(status.code(), Some(78), "{stderr}");
     assert!(
         stderr.contains("smolcord: Discord's REST API refused the token")
+            && stderr.contains("authentication failed (HTTP 401")
             && stderr.contains("DISCORD_TOKEN"),
         "{stderr}"
     );

@@ -83,7 +83,10 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
             },
             async {
                 match token_check::refused(&check_rest).await {
-                    Some(why) => refused.set(Some(why)),
+                    Some(why) => {
+                        log::error!("{why}; stopping");
+                        refused.set(Some(why));
+                    }
                     None => future::pending().await,
                 }
             },
@@ -91,7 +94,6 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
     )
     .await?;
     if let Some(why) = refused.take() {
-        log::error!("{why}");
         eprintln!("smolcord: {why}");
         return Ok(ExitCode::from(FATAL_EXIT_CODE));
     }

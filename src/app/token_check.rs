@@ -19,9 +19,10 @@ pub async fn refused(rest: &RestClient) -> Option<String> {
             log::debug!("token check: Discord's REST API accepts the token");
             None
         }
+        // Worded like the gateway's 4004, which may win the race.
         Err(RestError::Http { status: 401, .. }) => Some(
-            "Discord's REST API refused the token (401 Unauthorized on GET /gateway/bot): \
-             check DISCORD_TOKEN (or token_file); the token is wrong or was reset"
+            "Discord's REST API refused the token: authentication failed (HTTP 401 on \
+             GET /gateway/bot): check DISCORD_TOKEN (or token_file): the token was rejected"
                 .to_owned(),
         ),
         Err(e) => {
