@@ -107,13 +107,21 @@ impl Inflater {
                         "inflated message exceeds {max} bytes"
                     )));
                 }
-                let grow = self.output.capacity().max(4096).min(max - self.output.len());
+                let grow = self
+                    .output
+                    .capacity()
+                    .max(4096)
+                    .min(max - self.output.len());
                 self.output.reserve_exact(grow);
             }
             let consumed = (self.decompress.total_in() - start_in) as usize;
             let status = self
                 .decompress
-                .decompress_vec(&self.input[consumed..], &mut self.output, FlushDecompress::Sync)
+                .decompress_vec(
+                    &self.input[consumed..],
+                    &mut self.output,
+                    FlushDecompress::Sync,
+                )
                 .map_err(|err| InflateError::Corrupt(err.to_string()))?;
             let consumed = (self.decompress.total_in() - start_in) as usize;
             let output_full = self.output.len() == self.output.capacity();
