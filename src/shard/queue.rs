@@ -254,7 +254,7 @@ mod tests {
         assert!(tx.try_push(notice(), 40).is_ok());
         assert!(tx.try_push(notice(), 0).is_err(), "over the count");
         assert_eq!(rx.queued(), 2);
-        future::block_on(rx.recv()).unwrap();
+        let _ = future::block_on(rx.recv()).unwrap();
         assert!(tx.try_push(notice(), 61).is_err(), "40 + 61 > 100");
         assert!(tx.try_push(notice(), 60).is_ok(), "the 60 taken made room");
     }
@@ -271,7 +271,7 @@ mod tests {
         let (tx, rx) = queue(limits(1, 100), 0);
         tx.try_push(notice(), 10).unwrap();
         assert!(future::block_on(future::poll_once(tx.room_for(10))).is_none());
-        future::block_on(rx.recv()).unwrap();
+        let _ = future::block_on(rx.recv()).unwrap();
         assert!(future::block_on(future::poll_once(tx.room_for(10))).is_some());
     }
 

@@ -65,6 +65,9 @@ pub struct Totals {
     pub identifies_too_early: u64,
     /// The shortest time between two identifies of one bucket, ms.
     pub min_identify_gap_ms: Option<f64>,
+    /// Messages not created again because their `nonce` was seen within
+    /// the window (`enforce_nonce`): the original was returned instead.
+    pub duplicates_prevented: u64,
 }
 
 /// How a connection ended.
