@@ -13,12 +13,17 @@
 //! # smol::block_on(async {
 //! let config = ShardConfig::new(Token::new("…").unwrap(), Intents::GUILD_MESSAGES);
 //! let (set, handle) = ShardSet::new(config, 0..=3, 4, |_| Default::default());
-//! smol::spawn(set.run()).detach();
-//! while let Ok((shard, event)) = handle.next_event().await {
-//!     if let ShardEvent::Dispatch(dispatch) = event {
-//!         println!("shard {shard}: {} #{}", dispatch.name, dispatch.seq);
+//! // One thread: the set runs beside its consumer on a local executor.
+//! let ex = smol::LocalExecutor::new();
+//! ex.spawn(set.run()).detach();
+//! ex.run(async {
+//!     while let Ok((shard, event)) = handle.next_event().await {
+//!         if let ShardEvent::Dispatch(dispatch) = event {
+//!             println!("shard {shard}: {} #{}", dispatch.name, dispatch.seq);
+//!         }
 //!     }
-//! }
+//! })
+//! .await;
 //! # });
 //! ```
 
