@@ -153,9 +153,15 @@ fn command(
     state: &Path,
 ) -> Result<Command, String> {
     let events = case.expected_events().to_string();
+    // Only the variables set here: no HOME, no inherited RUST_LOG.
+    let bare = |exe: &Path| {
+        let mut c = Command::new(exe);
+        c.env_clear();
+        c
+    };
     let mut command = match client {
         Client::Shard(exe) => {
-            let mut c = Command::new(exe);
+            let mut c = bare(exe);
             c.args(["--shard-client", url, "--events", &events]);
             if compress {
                 c.arg("--compress");
@@ -168,7 +174,7 @@ fn command(
             } else {
                 "twilight-flood-plain"
             });
-            let mut c = Command::new(exe);
+            let mut c = bare(&exe);
             c.args(["--gateway", url, "--events", &events]);
             c
         }
@@ -180,7 +186,7 @@ fn command(
             let path = state.join("config.json");
             std::fs::write(&path, config.to_string())
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            let mut c = Command::new(exe);
+            let mut c = bare(exe);
             c.arg("run")
                 .env("DISCORD_TOKEN", "flood-bench-token")
                 .env("SMOLCORD_GATEWAY_URL", url)
@@ -193,16 +199,6 @@ fn command(
     };
     command.env("RUST_LOG", "warn");
     Ok(command)
-}
-
-fn with_cleared_env(mut command: Command) -> Command {
-    let kept: Vec<(std::ffi::OsString, std::ffi::OsString)> = command
-        .get_envs()
-        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
-        .collect();
-    command.env_clear();
-    command.envs(kept);
-    command
 }
 
 /// Heartbeat figures over `[start, end]`: (max gap, first beat after
@@ -364,14 +360,14 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
     let log_path = state.path().join("client.log");
     let log =
         std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut command = with_cleared_env(command(
+    let mut command = command(
         client,
         &server.url(),
         case,
         compress,
         stub.as_ref(),
         state.path(),
-    )?);
+    )?;
     command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -57,9 +57,6 @@ pub struct Beat {
 /// What happened on one connection.
 #[derive(Clone, Debug, Default)]
 pub struct ConnLog {
-    pub compress: bool,
-    pub identified: Option<Instant>,
-    pub resumed: Option<Instant>,
     pub beats: Vec<Beat>,
     /// The first event (or ping) went into the socket.
     pub flood_started: Option<Instant>,
@@ -74,8 +71,6 @@ pub struct ConnLog {
     pub reading_stopped: Option<Instant>,
     /// The client's close frame and its code.
     pub client_close: Option<(Instant, Option<u16>)>,
-    /// Why and when the connection ended, as the server saw it.
-    pub ended: Option<(Instant, String)>,
 }
 
 pub struct Conn {
@@ -194,14 +189,9 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         let spawned = thread::Builder::new()
             .name("flood-writer".into())
             .spawn(move || {
-                let end = serve(&shared, &conn, stream, first)
-                    .err()
-                    .unwrap_or_else(|| "server stopped".into());
-                let mut log = conn.log();
-                if log.ended.is_none() {
-                    log.ended = Some((Instant::now(), end));
-                }
-                drop(log);
+                // However it ends (the client left, the server stopped),
+                // the logs say what happened before.
+                let _ = serve(&shared, &conn, stream, first);
                 let _ = conn.stream.shutdown(Shutdown::Both);
             });
         if let Ok(worker) = spawned {
@@ -242,37 +232,22 @@ fn read_loop(shared: Arc<Shared>, conn: Arc<Conn>, stream: TcpStream, to_writer:
             }
             return;
         }
-        let frame = match ws::read_frame(&mut reader, MAX_CLIENT_FRAME) {
-            Ok(frame) => frame,
-            Err(err) => {
-                let mut log = conn.log();
-                if log.ended.is_none() {
-                    log.ended = Some((Instant::now(), format!("read: {err}")));
-                }
-                let _ = to_writer.send(Heard::Gone);
-                return;
-            }
+        let Ok(frame) = ws::read_frame(&mut reader, MAX_CLIENT_FRAME) else {
+            let _ = to_writer.send(Heard::Gone);
+            return;
         };
         let heard = match frame.opcode {
             OP_TEXT => {
                 let Ok(envelope) = serde_json::from_slice::<Envelope>(&frame.payload) else {
                     continue;
                 };
-                let now = Instant::now();
-                let mut log = conn.log();
                 match envelope.op {
                     1 => {
-                        log.beats.push(Beat { at: now });
+                        conn.log().beats.push(Beat { at: Instant::now() });
                         Heard::Heartbeat
                     }
-                    2 => {
-                        log.identified = Some(now);
-                        Heard::Identify
-                    }
-                    6 => {
-                        log.resumed = Some(now);
-                        Heard::Resume
-                    }
+                    2 => Heard::Identify,
+                    6 => Heard::Resume,
                     _ => continue,
                 }
             }
@@ -318,7 +293,6 @@ fn serve(
 ) -> Result<(), String> {
     let target = ws::accept(&mut stream).map_err(|e| format!("handshake: {e}"))?;
     let compress = target.contains("compress=zlib-stream");
-    conn.log().compress = compress;
     let _ = stream.set_nodelay(true);
     let read_half = stream.try_clone().map_err(|e| e.to_string())?;
     let (to_writer, heard) = mpsc::channel();
