@@ -177,7 +177,7 @@ impl Config {
             .map(Path::to_path_buf)
             .or_else(|| state_dir::non_empty(env, "SMOLCORD_CONFIG").map(PathBuf::from));
         match explicit {
-            Some(path) => match read_file(&path).await? {
+            Some(path) => match read_file(&path, CONFIG_MAX_BYTES, "config").await? {
                 Some(text) => Config::parse(&text, &path, env),
                 None => Err(ConfigError::new(format!(
                     "config {}: file not found (named by --config or SMOLCORD_CONFIG)",
@@ -187,7 +187,7 @@ impl Config {
             None => {
                 let implicit = state_dir::from_env(env).map(|dir| dir.join("config.json"));
                 let text = match &implicit {
-                    Some(path) => read_file(path).await?,
+                    Some(path) => read_file(path, CONFIG_MAX_BYTES, "config").await?,
                     None => None,
                 };
                 match (implicit, text) {
@@ -252,7 +252,7 @@ impl Config {
             return Ok(None);
         };
         let shown = path.display().to_string();
-        match read_file(&path).await? {
+        match read_file(&path, TOKEN_FILE_MAX_BYTES, "token_file").await? {
             None => Err(ConfigError::new(format!(
                 "token_file {shown}: file not found"
             ))),
@@ -266,20 +266,47 @@ impl Config {
     }
 }
 
-/// Reads a whole file on the blocking pool; `Ok(None)` when it does not
-/// exist. Start-up only.
-async fn read_file(path: &Path) -> Result<Option<String>, ConfigError> {
-    let owned = path.to_path_buf();
-    match crate::offload::unblock(move || read_blocking(&owned)).await {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ConfigError::new(format!("{}: {e}", path.display()))),
+/// The most read from a config file. A real one is a few KiB even with
+/// hundreds of allowed users; 1 MiB is far above that, yet refuses a wrong
+/// path (a log file, `/dev/zero`) at once instead of filling a Pi's memory.
+pub const CONFIG_MAX_BYTES: u64 = 1024 * 1024;
+/// The most read from a `token_file`. A bot token is about 72 characters;
+/// 4 KiB leaves room for white space and a `Bot ` prefix, and nothing that
+/// size or larger can be a token.
+pub const TOKEN_FILE_MAX_BYTES: u64 = 4096;
+
+/// Reads a text file of at most `limit` bytes on the blocking pool (never
+/// more than `limit + 1` bytes, so `/dev/zero` is refused at once);
+/// `Ok(None)` when it does not exist. `what` names the file in errors
+/// (`config`, `token_file`). Start-up only.
+async fn read_file(path: &Path, limit: u64, what: &str) -> Result<Option<String>, ConfigError> {
+    let read = crate::offload::read_capped(
+        path,
+        limit,
+        crate::offload::FileKind::Any,
+        String::from_utf8,
+    );
+    let shown = path.display();
+    match read.await {
+        Ok(None) => Ok(None),
+        Ok(Some(Ok(text))) => Ok(Some(text)),
+        Ok(Some(Err(_))) => Err(ConfigError::new(format!(
+            "{what} {shown}: not UTF-8 text"
+        ))),
+        Err(crate::offload::Error::TooLarge { limit, .. }) => Err(ConfigError::new(format!(
+            "{what} {shown}: larger than {limit} bytes, the most smolcord reads from it; is this the right file?"
+        ))),
+        Err(e) => Err(ConfigError::new(format!("{what} {shown}: {}", io_reason(&e)))),
     }
 }
 
-#[allow(clippy::disallowed_methods)] // start-up only, and on the blocking pool
-fn read_blocking(path: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
+/// The OS's reason, without offload's "cannot read PATH" (the caller
+/// names the file already).
+fn io_reason(e: &crate::offload::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => source.to_string(),
+        None => e.to_string(),
+    }
 }
 
 #[cfg(test)]

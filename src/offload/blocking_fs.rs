@@ -9,12 +9,14 @@
 // forbids them everywhere else, and callers reach them only through unblock.
 #![allow(clippy::disallowed_methods)]
 
+use std::collections::BinaryHeap;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::Error;
+use super::{Error, FileKind};
 
 /// Mode for files we create: state files may hold private data.
 const FILE_MODE: u32 = 0o600;
@@ -104,6 +106,93 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     }
 }
 
+/// Reads at most `limit` bytes of `path`; more is [`Error::TooLarge`]
+/// (found after reading `limit + 1` bytes, never the whole file: `/dev/zero`
+/// is refused at once). `Ok(None)` if it does not exist. With
+/// [`FileKind::Regular`] the open neither follows a symbolic link
+/// (`O_NOFOLLOW`) nor waits for a FIFO's writer (`O_NONBLOCK`), and
+/// anything but a regular file is [`Error::NotRegular`].
+pub(crate) fn read_capped(
+    path: &Path,
+    limit: u64,
+    kind: FileKind,
+) -> Result<Option<Vec<u8>>, Error> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if kind == FileKind::Regular {
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(flags.bits() as i32);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // O_NOFOLLOW on a symbolic link fails with ELOOP.
+        Err(e)
+            if kind == FileKind::Regular
+                && e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+        {
+            return Err(Error::NotRegular {
+                path: path.into(),
+                what: "a symbolic link",
+            })
+        }
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+    if kind == FileKind::Regular && !meta.is_file() {
+        return Err(Error::NotRegular {
+            path: path.into(),
+            what: file_type_name(&meta.file_type()),
+        });
+    }
+    let too_large = || Error::TooLarge {
+        path: path.into(),
+        limit,
+    };
+    // A regular file says its size up front; a device or pipe must be read.
+    if meta.is_file() && meta.len() > limit {
+        return Err(too_large());
+    }
+    let expected = if meta.is_file() {
+        meta.len().min(limit)
+    } else {
+        0
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("read", path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+fn file_type_name(kind: &fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Whether something (a symbolic link included, not followed) is at `path`.
+pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
 /// Renames and fsyncs the directory (or both directories) involved.
 pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
     fs::rename(from, to).map_err(|e| Error::io("rename to", to, e))?;
@@ -146,6 +235,44 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, Error> {
         .map_err(|e| Error::io("list directory", dir, e))?;
     paths.sort();
     Ok(paths)
+}
+
+/// The `limit` smallest names in `dir` that are greater than `after` and
+/// pass `keep`, sorted, as full paths; and whether more names would have
+/// qualified. Memory is bounded by `limit` however many entries there are.
+pub(crate) fn list_dir_page(
+    dir: &Path,
+    after: Option<&OsStr>,
+    limit: usize,
+    keep: fn(&OsStr) -> bool,
+) -> Result<(Vec<PathBuf>, bool), Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(e) => return Err(Error::io("list directory", dir, e)),
+    };
+    // A max-heap of the smallest names so far: its top is the one to evict.
+    let mut page: BinaryHeap<OsString> = BinaryHeap::with_capacity(limit.min(1024) + 1);
+    let mut more = false;
+    for entry in entries {
+        let name = entry
+            .map_err(|e| Error::io("list directory", dir, e))?
+            .file_name();
+        if !keep(&name) || after.is_some_and(|after| name.as_os_str() <= after) {
+            continue;
+        }
+        if page.len() < limit {
+            page.push(name);
+        } else {
+            more = true;
+            if page.peek().is_some_and(|largest| name < *largest) {
+                page.pop();
+                page.push(name);
+            }
+        }
+    }
+    let names = page.into_sorted_vec();
+    Ok((names.into_iter().map(|n| dir.join(n)).collect(), more))
 }
 
 /// Appends `line` (plus a newline if it lacks one) in a single write, then
