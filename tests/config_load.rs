@@ -47,6 +47,7 @@ fn defaults_without_a_file() {
     assert_eq!(config.dm_fallback_timeout_s, 15);
     assert_eq!(config.results_poll_ms, 1000);
     assert_eq!(config.max_attachment_bytes, 25 * 1024 * 1024);
+    assert_eq!(config.max_result_bytes, 1024 * 1024);
     assert_eq!(config.heartbeat_warn_ms, 1000);
     assert_eq!(config.token_file, None);
     assert_eq!(config.agent_concurrency, 2);
@@ -94,6 +95,7 @@ fn every_key_is_read_from_the_file() {
         "dm_fallback_timeout_s": 7,
         "results_poll_ms": 250,
         "max_attachment_bytes": 1000,
+        "max_result_bytes": 2000,
         "heartbeat_warn_ms": 500,
         "token_file": "/run/secrets/token",
         "agent_concurrency": 4,
@@ -124,6 +126,7 @@ fn every_key_is_read_from_the_file() {
     assert_eq!(config.dm_fallback_timeout_s, 7);
     assert_eq!(config.results_poll_ms, 250);
     assert_eq!(config.max_attachment_bytes, 1000);
+    assert_eq!(config.max_result_bytes, 2000);
     assert_eq!(config.heartbeat_warn_ms, 500);
     assert_eq!(
         config.token_file.as_deref(),

@@ -46,6 +46,11 @@ pub const DEFAULT_API_BASE: &str = "https://discord.com/api/v10";
 pub const DEFAULT_INTENTS: u64 = 1 << 12;
 /// Default attachment download cap: 25 MiB (Discord's request limit).
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 * 1024 * 1024;
+/// Default cap on one spool result file: 1 MiB, as much as an `agent_cmd`
+/// reply may be (its output cap), so a spooled agent can say what a piped
+/// one can. A long result goes out as one attachment, and Discord takes
+/// 10 MiB per file; the cap keeps what a delivery worker holds small.
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1024 * 1024;
 
 /// The resolved configuration. Every key of the file has a default; see the
 /// README for one line per key.
@@ -104,6 +109,10 @@ pub struct Config {
     /// Largest attachment the bridge downloads, bytes.
     #[serde(default = "default_max_attachment_bytes")]
     pub max_attachment_bytes: u64,
+    /// Largest spool result file read, bytes; larger ones go to
+    /// `spool/rejected/` unread.
+    #[serde(default = "default_max_result_bytes")]
+    pub max_result_bytes: u64,
     /// A heartbeat later than this (ms) is logged as a warning.
     #[serde(default = "default_heartbeat_warn_ms")]
     pub heartbeat_warn_ms: u64,
@@ -145,6 +154,9 @@ fn default_results_poll_ms() -> u64 {
 }
 fn default_max_attachment_bytes() -> u64 {
     DEFAULT_MAX_ATTACHMENT_BYTES
+}
+fn default_max_result_bytes() -> u64 {
+    DEFAULT_MAX_RESULT_BYTES
 }
 fn default_heartbeat_warn_ms() -> u64 {
     1000

@@ -117,6 +117,7 @@ fn every_listed_key_is_a_config_key() {
         "1",
         "1",
         "1",
+        "1",
         "\"t\"",
         "1",
         "1",

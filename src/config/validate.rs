@@ -66,6 +66,7 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
         ("dm_fallback_timeout_s", config.dm_fallback_timeout_s),
         ("results_poll_ms", config.results_poll_ms),
         ("max_attachment_bytes", config.max_attachment_bytes),
+        ("max_result_bytes", config.max_result_bytes),
         ("agent_concurrency", config.agent_concurrency as u64),
         (
             "safe_mode_after_failures",

@@ -81,6 +81,7 @@ mod identify;
 mod inject;
 mod multipart;
 mod objects;
+mod ratelimit;
 mod rest;
 mod server;
 mod session;
@@ -92,6 +93,7 @@ pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind};
 pub use inject::VoiceNote;
+pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use zlib::SYNC_FLUSH_SUFFIX;

@@ -109,6 +109,7 @@ pub(crate) struct State {
     pub(crate) ids: IdGen,
     pub(crate) start_remaining: u32,
     pub(crate) recent_identifies: VecDeque<Instant>,
+    pub(crate) rate_book: super::ratelimit::RateBook,
 }
 
 /// Everything the simulator's parts share.
@@ -142,6 +143,7 @@ impl Shared {
             ids: IdGen::default(),
             start_remaining: config.session_start_limit.remaining,
             recent_identifies: VecDeque::new(),
+            rate_book: Default::default(),
         };
         Shared {
             config,
