@@ -57,6 +57,7 @@ pub use agent::PLACEHOLDER;
 pub use counters::{BridgeCounters, CountersSnapshot};
 pub use pairing::{approve_code, Approval, PairError, PairingRules};
 pub use persist::{load_session_state, session_path, SESSION_FILE};
+pub use queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
 
 use crate::config::Config;
 use crate::offload;

@@ -28,14 +28,14 @@ use std::collections::{HashMap, VecDeque};
 /// characters and ten attachment URLs) and its worker's state, so 64 keep
 /// the worst case near 1 MiB; with `agent_concurrency` agents at work the
 /// rest is a backlog of minutes already.
-pub(crate) const MAX_JOBS: usize = 64;
+pub const MAX_JOBS: usize = 64;
 /// Messages waiting in one channel. Past this, one person typing faster
 /// than the agent answers holds up the dispatch loop (and so the socket)
 /// until their agent run ends: they cannot fill [`MAX_JOBS`] alone.
-pub(crate) const MAX_CHANNEL_JOBS: usize = 16;
+pub const MAX_CHANNEL_JOBS: usize = 16;
 /// Droppable messages (strangers') are taken only while fewer jobs than
 /// this are in the queues.
-pub(crate) const DROPPABLE_JOBS: usize = MAX_JOBS / 4;
+pub const DROPPABLE_JOBS: usize = MAX_JOBS / 4;
 /// Droppable messages waiting in one channel at most, so one stranger
 /// cannot take every droppable place (a stranger gets at most one pairing
 /// reply a minute: more would be answered with silence anyway).

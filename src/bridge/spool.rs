@@ -420,4 +420,54 @@ mod tests {
             assert!(spool.pending_results(None, 10).await.unwrap().0.is_empty());
         });
     }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the test makes its files directly
+    fn results_are_read_capped_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        let ok = spool.results.join("ok.json");
+        let big = spool.results.join("big.json");
+        let link = spool.results.join("link.json");
+        let fifo = spool.results.join("fifo.json");
+        smol::block_on(async {
+            spool.create_dirs().await.unwrap();
+            let result = br#"{"channel_id":"5","content":"hi"}"#;
+            std::fs::write(&ok, result).unwrap();
+            let mut padded = result.to_vec();
+            padded.resize(result.len() + 1, b' ');
+            std::fs::write(&big, &padded).unwrap();
+            std::os::unix::fs::symlink(&ok, &link).unwrap();
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &fifo,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+            let max = result.len() as u64;
+            assert_eq!(
+                spool.read_result(&ok, max).await.unwrap().content,
+                "hi"
+            );
+            let why = |r: Result<SpoolResult, BadResult>| match r {
+                Err(BadResult::Rejected(why)) => why,
+                other => panic!("not rejected: {other:?}"),
+            };
+            assert!(why(spool.read_result(&big, max).await).contains("max_result_bytes"));
+            assert!(why(spool.read_result(&link, max).await).contains("symbolic link"));
+            // A FIFO without a writer would block an open without O_NONBLOCK.
+            assert!(why(spool.read_result(&fifo, max).await).contains("FIFO"));
+            let gone = spool.results.join("gone.json");
+            assert!(matches!(
+                spool.read_result(&gone, max).await,
+                Err(BadResult::Vanished)
+            ));
+            // Set aside, the link is moved as a link: its target stays.
+            let aside = spool.set_aside(&link, Aside::Rejected, 1).await.unwrap();
+            assert!(std::fs::symlink_metadata(aside).unwrap().is_symlink());
+            assert!(ok.exists());
+        });
+    }
 }
