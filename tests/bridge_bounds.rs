@@ -25,7 +25,9 @@ fn journal_with<'a>(entries: &'a [JournalEntry], needle: &str) -> Vec<&'a Journa
 /// The file attached to `message` (its first attachment), fetched from the
 /// simulator's CDN like a Discord client would.
 fn attachment_text(message: &smolcord::sim::BotMessage) -> (String, String) {
-    let attachments = message.object["attachments"].as_array().expect("attachments");
+    let attachments = message.object["attachments"]
+        .as_array()
+        .expect("attachments");
     assert_eq!(attachments.len(), 1, "{:?}", message.object);
     let url = attachments[0]["url"].as_str().unwrap();
     let text = ureq::get(url)
@@ -36,7 +38,10 @@ fn attachment_text(message: &smolcord::sim::BotMessage) -> (String, String) {
         .limit(16 << 20)
         .read_to_string()
         .unwrap();
-    (attachments[0]["filename"].as_str().unwrap().to_owned(), text)
+    (
+        attachments[0]["filename"].as_str().unwrap().to_owned(),
+        text,
+    )
 }
 
 #[test]
@@ -62,7 +67,11 @@ fn an_oversized_result_is_moved_aside_unread() {
             rig.read("spool/rejected/big.json")
         })
         .await;
-        assert_eq!(rig.read("spool/rejected/big.json").unwrap(), big, "kept as is");
+        assert_eq!(
+            rig.read("spool/rejected/big.json").unwrap(),
+            big,
+            "kept as is"
+        );
         assert!(rig.files("spool/results").is_empty());
         assert_eq!(rig.sim.messages_in(dm).len(), 1, "nothing of it was posted");
         assert_eq!(bridge.counters.snapshot().results_rejected, 1);
@@ -128,15 +137,13 @@ fn a_long_agent_reply_arrives_as_one_attachment_with_the_full_text() {
         rig.session_ready(T).await;
         let (_, dm) = rig.sim.send_dm(ALICE, "alice", "tell me everything");
         let message = rig.messages(dm, 1, T).await.remove(0);
-        let expected: Vec<String> = (1..=500).map(|i| format!("line {i} of the reply")).collect();
+        let expected: Vec<String> = (1..=500)
+            .map(|i| format!("line {i} of the reply"))
+            .collect();
         let (filename, text) = attachment_text(&message);
         assert_eq!(filename, "reply.txt");
         assert_eq!(text, expected.join("\n"), "the whole reply, as printed");
-        assert!(
-            message.content.contains("as a file"),
-            "{}",
-            message.content
-        );
+        assert!(message.content.contains("as a file"), "{}", message.content);
         // One message: no wall of chunks after it.
         async_io::Timer::after(Duration::from_millis(300)).await;
         assert_eq!(rig.sim.messages_in(dm).len(), 1);
@@ -209,7 +216,9 @@ fn a_flood_from_one_allowed_user_waits_for_room_and_is_answered_in_order() {
         }
         let replies = rig.messages(dm, MESSAGES, Duration::from_secs(40)).await;
         let got: Vec<&str> = replies.iter().map(|m| m.content.as_str()).collect();
-        let expected: Vec<String> = (0..MESSAGES).map(|n| format!("answer to m{n:03}")).collect();
+        let expected: Vec<String> = (0..MESSAGES)
+            .map(|n| format!("answer to m{n:03}"))
+            .collect();
         assert_eq!(got, expected, "every message answered, in order");
         let counters = bridge.counters.snapshot();
         // One channel: at most MAX_CHANNEL_JOBS waiting plus the one at work.
@@ -219,8 +228,14 @@ fn a_flood_from_one_allowed_user_waits_for_room_and_is_answered_in_order() {
             counters.jobs_peak,
             MAX_CHANNEL_JOBS + 1
         );
-        assert_eq!(counters.messages_dropped, 0, "an allowed user's message is never dropped");
-        println!("{MESSAGES} messages from one user: peak {} jobs", counters.jobs_peak);
+        assert_eq!(
+            counters.messages_dropped, 0,
+            "an allowed user's message is never dropped"
+        );
+        println!(
+            "{MESSAGES} messages from one user: peak {} jobs",
+            counters.jobs_peak
+        );
         bridge.stop().await;
     });
 }

@@ -121,7 +121,12 @@ fn flood(results: usize, limits: RestRateLimit, bound: Duration) -> Figures {
     child.wait().unwrap();
 
     let log = std::fs::read_to_string(state.path().join("smolcord.log")).unwrap();
-    for false_alarm in ["vanished", "failed for good", "dropped by the recorder", "ERROR"] {
+    for false_alarm in [
+        "vanished",
+        "failed for good",
+        "dropped by the recorder",
+        "ERROR",
+    ] {
         let lines: Vec<&str> = log.lines().filter(|l| l.contains(false_alarm)).collect();
         assert!(lines.is_empty(), "{false_alarm:?} logged: {lines:#?}");
     }

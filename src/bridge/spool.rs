@@ -447,10 +447,7 @@ mod tests {
             )
             .unwrap();
             let max = result.len() as u64;
-            assert_eq!(
-                spool.read_result(&ok, max).await.unwrap().content,
-                "hi"
-            );
+            assert_eq!(spool.read_result(&ok, max).await.unwrap().content, "hi");
             let why = |r: Result<SpoolResult, BadResult>| match r {
                 Err(BadResult::Rejected(why)) => why,
                 other => panic!("not rejected: {other:?}"),

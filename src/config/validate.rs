@@ -78,5 +78,16 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
             return fail(key, "must be at least 1".into());
         }
     }
+    // A long result goes out as one attachment: Discord takes 10 MiB a file.
+    if config.max_result_bytes > crate::rest::MAX_FILE_BYTES as u64 {
+        return fail(
+            "max_result_bytes",
+            format!(
+                "{} is more than {} bytes, the most Discord takes in one file",
+                config.max_result_bytes,
+                crate::rest::MAX_FILE_BYTES
+            ),
+        );
+    }
     Ok(())
 }
