@@ -17,7 +17,7 @@ use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
 use super::persist::Coalescing;
-use super::queue::Admit;
+use super::queue::Room;
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
 use super::{access, results, worker, BridgeOutcome};
@@ -35,6 +35,9 @@ use std::time::{Duration, Instant};
 /// A dropped message is logged at most once per this long, with the count
 /// since the last line.
 pub(crate) const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// Events handled between two yields to the executor (each is a decode, a
+/// classification and at most a queue push: well under a millisecond).
+const YIELD_EVERY: u32 = 32;
 /// While the loop waits for room, session and status are still saved this
 /// often (`smolcord status`, a health check, reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
@@ -71,7 +74,15 @@ impl Loop {
         poll_stop: Sender<()>,
     ) -> BridgeOutcome {
         let mut stop = std::pin::pin!(stop);
+        let mut since_yield = 0;
         let outcome = loop {
+            // Events already waiting are taken without a pause: yield now
+            // and then, so a burst never holds the thread for long.
+            since_yield += 1;
+            if since_yield == YIELD_EVERY {
+                since_yield = 0;
+                futures_lite::future::yield_now().await;
+            }
             let wake = futures_lite::future::or(
                 async {
                     (&mut stop).await;
@@ -264,29 +275,28 @@ impl Loop {
                     "message {} in channel {channel}: queued",
                     message.id
                 ));
-                let mut job = worker::Job {
+                let job = worker::Job {
                     message,
                     ticket,
                     guard,
                     received_unix_ms: now_unix_ms(),
                 };
                 loop {
-                    let room = ctx.queues.room();
-                    match ctx.queues.admit(job, droppable) {
-                        Admit::Queued { start_worker } => {
-                            if start_worker {
+                    let freed = ctx.queues.freed();
+                    match ctx.queues.room_for(channel, droppable) {
+                        Room::Now => {
+                            if ctx.queues.push(job) {
                                 worker::start_worker(ctx, channel);
                             }
                             break;
                         }
-                        Admit::Dropped => {
+                        Room::Drop => {
                             ctx.floor.borrow_mut().end(ticket);
                             self.dropped();
                             break;
                         }
-                        Admit::Wait(back) => {
-                            job = back;
-                            if !self.wait_for_room(room, stop.as_mut()).await {
+                        Room::Wait => {
+                            if !self.wait_for_room(freed, stop.as_mut()).await {
                                 // Not handled: the saved seq stays below
                                 // it, so a resume replays it.
                                 return Some(BridgeOutcome::Stopped);
@@ -299,22 +309,22 @@ impl Loop {
         None
     }
 
-    /// Waits until `room` fires (true) or `stop` resolves (false), saving
+    /// Waits until `freed` fires (true) or `stop` resolves (false), saving
     /// session and status meanwhile.
     async fn wait_for_room<S: Future<Output = ()>>(
         &self,
-        room: event_listener::EventListener,
+        freed: event_listener::EventListener,
         mut stop: Pin<&mut S>,
     ) -> bool {
         log::debug!(
             "{} messages queued or being handled: waiting for room",
             self.ctx.queues.jobs()
         );
-        let mut room = std::pin::pin!(room);
+        let mut freed = std::pin::pin!(freed);
         loop {
             let woke = futures_lite::future::or(
                 async {
-                    (&mut room).await;
+                    (&mut freed).await;
                     Some(true)
                 },
                 futures_lite::future::or(
@@ -330,7 +340,7 @@ impl Loop {
             )
             .await;
             match woke {
-                Some(room) => return room,
+                Some(freed) => return freed,
                 None => self.save_session_and_status(),
             }
         }

@@ -4,7 +4,7 @@
 //!
 //! What happens at a bound depends on who wrote:
 //! - a message the bridge would answer (the owner's, an allowed user's)
-//!   waits: [`JobQueues::admit`] returns [`Admit::Wait`] and the dispatch
+//!   waits: [`JobQueues::room_for`] says [`Room::Wait`] and the dispatch
 //!   loop stops taking events until there is room, which stops the shard
 //!   reading the socket (backpressure); nothing is lost;
 //! - a message the bridge would at most answer with a pairing code or not
@@ -41,14 +41,15 @@ pub const DROPPABLE_JOBS: usize = MAX_JOBS / 4;
 /// reply a minute: more would be answered with silence anyway).
 const DROPPABLE_CHANNEL_JOBS: usize = 4;
 
-/// What [`JobQueues::admit`] decided.
-pub(crate) enum Admit {
-    /// Queued; `start_worker` when the channel had no worker.
-    Queued { start_worker: bool },
-    /// No room now: try again after [`JobQueues::room`] fires.
-    Wait(Job),
-    /// Dropped (a droppable message at a bound).
-    Dropped,
+/// Whether a job may be queued now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// Yes: [`JobQueues::push`] it.
+    Now,
+    /// Not yet: try again after [`JobQueues::freed`] fires.
+    Wait,
+    /// Never: drop it (a droppable message at a bound).
+    Drop,
 }
 
 /// The queues. One thread: no borrow is held across an await.
@@ -76,37 +77,44 @@ impl JobQueues {
         self.jobs.get()
     }
 
-    /// Queues `job` if the bounds allow (see the module doc).
-    pub fn admit(&self, job: Job, droppable: bool) -> Admit {
-        let channel = job.message.channel_id;
-        let mut channels = self.channels.borrow_mut();
-        let waiting = channels.get(&channel).map_or(0, VecDeque::len);
+    /// Whether a job for `channel` fits in the bounds (see the module doc).
+    pub fn room_for(&self, channel: Snowflake, droppable: bool) -> Room {
+        let waiting = self
+            .channels
+            .borrow()
+            .get(&channel)
+            .map_or(0, VecDeque::len);
         let jobs = self.jobs.get();
-        if droppable {
-            if jobs >= DROPPABLE_JOBS || waiting >= DROPPABLE_CHANNEL_JOBS {
-                return Admit::Dropped;
-            }
-        } else if jobs >= MAX_JOBS || waiting >= MAX_CHANNEL_JOBS {
-            return Admit::Wait(job);
+        match droppable {
+            true if jobs >= DROPPABLE_JOBS || waiting >= DROPPABLE_CHANNEL_JOBS => Room::Drop,
+            false if jobs >= MAX_JOBS || waiting >= MAX_CHANNEL_JOBS => Room::Wait,
+            _ => Room::Now,
         }
-        self.jobs.set(jobs + 1);
-        self.counters.jobs_now(jobs + 1);
-        let start_worker = match channels.get_mut(&channel) {
+    }
+
+    /// Queues `job` (after [`Room::Now`]); returns whether its channel needs
+    /// a worker started.
+    pub fn push(&self, job: Job) -> bool {
+        let jobs = self.jobs.get() + 1;
+        self.jobs.set(jobs);
+        self.counters.jobs_now(jobs);
+        let mut channels = self.channels.borrow_mut();
+        match channels.get_mut(&job.message.channel_id) {
             Some(queue) => {
                 queue.push_back(job);
                 false
             }
             None => {
-                channels.insert(channel, VecDeque::from([job]));
+                channels.insert(job.message.channel_id, VecDeque::from([job]));
                 true
             }
-        };
-        Admit::Queued { start_worker }
+        }
     }
 
     /// A listener that fires when room may have been made. Listen, then
-    /// admit again, then await it (so a wake-up in between is not missed).
-    pub fn room(&self) -> event_listener::EventListener {
+    /// ask [`JobQueues::room_for`] again, then await it (so a wake-up in
+    /// between is not missed).
+    pub fn freed(&self) -> event_listener::EventListener {
         self.room.listen()
     }
 
