@@ -283,3 +283,28 @@ fn a_crowd_of_strangers_is_dropped_at_the_bound_and_the_journal_stays_readable()
         );
     });
 }
+
+#[test]
+fn a_stop_while_the_loop_waits_for_room_is_not_held_up_by_the_agent() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh("sleep 5; cat"));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        // One at work, MAX_CHANNEL_JOBS waiting, and three more the
+        // dispatch loop cannot take until an agent run ends.
+        for n in 0..MAX_CHANNEL_JOBS + 4 {
+            rig.sim.send_dm(ALICE, "alice", &format!("m{n}"));
+        }
+        wait_until("the channel's queue full", T, || {
+            (bridge.counters.snapshot().jobs_peak == MAX_CHANNEL_JOBS as u64 + 1).then_some(())
+        })
+        .await;
+        let started = std::time::Instant::now();
+        bridge.stop().await;
+        // The drain bound is 2 s (tunables); an agent run takes 5 s.
+        let took = started.elapsed();
+        assert!(took < Duration::from_millis(4500), "stopping took {took:?}");
+    });
+}
