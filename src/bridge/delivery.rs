@@ -17,6 +17,7 @@ use crate::recorder::FailureKind;
 use crate::rest::{split_message, RestError, Upload, MESSAGE_LIMIT};
 use crate::status::now_unix_ms;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -65,9 +66,9 @@ pub(crate) async fn send_reply(
     note: Option<&str>,
     placeholder: Option<&str>,
 ) -> Result<Vec<String>, SendFailure> {
-    let text = match note {
-        Some(note) => format!("{content}\n\n{note}"),
-        None => content.to_owned(),
+    let text: Cow<'_, str> = match note {
+        Some(note) => format!("{content}\n\n{note}").into(),
+        None => content.into(),
     };
     let chunks = split_message(&text, MESSAGE_LIMIT);
     if chunks.len() <= MAX_REPLY_MESSAGES {

@@ -272,9 +272,9 @@ impl Spool {
             Err(offload::Error::TooLarge { limit, .. }) => Err(BadResult::Rejected(format!(
                 "larger than max_result_bytes ({limit} bytes)"
             ))),
-            Err(offload::Error::NotRegular { what, .. }) => Err(BadResult::Rejected(format!(
-                "{what}, not a regular file (never followed)"
-            ))),
+            Err(offload::Error::NotRegular { what, .. }) => {
+                Err(BadResult::Rejected(format!("{what}, not a regular file")))
+            }
             Err(e) => Err(BadResult::Io(e)),
         }
     }

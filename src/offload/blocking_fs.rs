@@ -304,3 +304,64 @@ pub(crate) fn append_line_synced(path: &Path, mut line: Vec<u8>) -> Result<(), E
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_paged_in_name_order_within_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["d", "b", ".hidden", "e", "a", "c"] {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
+        let visible = |name: &OsStr| !name.to_string_lossy().starts_with('.');
+        let names = |paths: Vec<PathBuf>| -> Vec<String> {
+            paths
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        let (page, more) = list_dir_page(dir.path(), None, 2, visible).unwrap();
+        assert_eq!((names(page), more), (vec!["a".into(), "b".into()], true));
+        let (page, more) = list_dir_page(dir.path(), Some("b".as_ref()), 2, visible).unwrap();
+        assert_eq!((names(page), more), (vec!["c".into(), "d".into()], true));
+        let (page, more) = list_dir_page(dir.path(), Some("d".as_ref()), 2, visible).unwrap();
+        assert_eq!((names(page), more), (vec!["e".to_owned()], false));
+        let missing = dir.path().join("missing");
+        assert_eq!(
+            list_dir_page(&missing, None, 2, visible).unwrap(),
+            (vec![], false)
+        );
+    }
+
+    #[test]
+    fn a_capped_read_stops_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"12345").unwrap();
+        assert_eq!(
+            read_capped(&path, 5, FileKind::Any).unwrap(),
+            Some(b"12345".to_vec())
+        );
+        assert!(matches!(
+            read_capped(&path, 4, FileKind::Regular),
+            Err(Error::TooLarge { limit: 4, .. })
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), 4, FileKind::Any),
+            Err(Error::TooLarge { limit: 4, .. })
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), 4, FileKind::Regular),
+            Err(Error::NotRegular {
+                what: "a device",
+                ..
+            })
+        ));
+        assert_eq!(
+            read_capped(&dir.path().join("none"), 4, FileKind::Any).unwrap(),
+            None
+        );
+    }
+}
