@@ -229,7 +229,7 @@ impl Loop {
                 }
             });
         }
-        if self.ctx.safe_mode && !self.safe_mode_told {
+        if self.ctx.safe_mode.get() && !self.safe_mode_told {
             self.safe_mode_told = true;
             let owner = self.ctx.access.borrow().owner();
             if let Some(owner) = owner {
@@ -266,7 +266,8 @@ impl Loop {
             Intake::Queue => {
                 // Strangers get at most a pairing code; in safe mode only
                 // the owner is answered.
-                let droppable = role == Role::Stranger || (ctx.safe_mode && role != Role::Owner);
+                let droppable =
+                    role == Role::Stranger || (ctx.safe_mode.get() && role != Role::Owner);
                 let channel = message.channel_id;
                 // The ticket holds the saved seq below this message until
                 // it is handled, also while it waits for room.
@@ -410,6 +411,9 @@ impl Loop {
         let left = ctx.inflight.drain(Instant::now() + bound).await;
         if left.is_empty() {
             log::info!("bridge stopping ({outcome:?}): nothing left in flight");
+            if matches!(outcome, BridgeOutcome::Stopped) {
+                ctx.stopped_cleanly();
+            }
         } else {
             log::warn!(
                 "bridge stopping ({outcome:?}): {} job(s) unfinished after {:.1} s, abandoned (their messages are replayed on resume): {}",
