@@ -18,9 +18,9 @@ use serde_json::value::RawValue;
 use super::{
     default_agent_concurrency, default_agent_timeout_s, default_api_base,
     default_dm_fallback_timeout_s, default_heartbeat_warn_ms, default_intents,
-    default_journal_capacity, default_max_attachment_bytes, default_results_poll_ms,
-    default_safe_mode_after_failures, default_shard, default_transcribe_timeout_s, Config,
-    ConfigError,
+    default_journal_capacity, default_max_attachment_bytes, default_max_result_bytes,
+    default_results_poll_ms, default_safe_mode_after_failures, default_shard,
+    default_transcribe_timeout_s, Config, ConfigError,
 };
 
 /// Every key, for "unknown key" messages. Keep in step with [`Config`]
@@ -43,6 +43,7 @@ pub(super) const KEYS: &[&str] = &[
     "dm_fallback_timeout_s",
     "results_poll_ms",
     "max_attachment_bytes",
+    "max_result_bytes",
     "heartbeat_warn_ms",
     "token_file",
     "agent_concurrency",
@@ -74,6 +75,7 @@ pub(super) fn defaults() -> Config {
         dm_fallback_timeout_s: default_dm_fallback_timeout_s(),
         results_poll_ms: default_results_poll_ms(),
         max_attachment_bytes: default_max_attachment_bytes(),
+        max_result_bytes: default_max_result_bytes(),
         heartbeat_warn_ms: default_heartbeat_warn_ms(),
         token_file: None,
         agent_concurrency: default_agent_concurrency(),

@@ -66,6 +66,8 @@ fn zero_values_and_empty_argv_are_refused() {
     for (text, key) in [
         (r#"{"results_poll_ms": 0}"#, "results_poll_ms"),
         (r#"{"agent_concurrency": 0}"#, "agent_concurrency"),
+        (r#"{"max_result_bytes": 0}"#, "max_result_bytes"),
+        (r#"{"max_result_bytes": 10485761}"#, "max_result_bytes"),
         (r#"{"agent_cmd": []}"#, "agent_cmd"),
         (r#"{"transcribe_cmd": [""]}"#, "transcribe_cmd"),
         (r#"{"gateway_url": "http://x"}"#, "gateway_url"),
@@ -113,6 +115,7 @@ fn every_listed_key_is_a_config_key() {
         "[\"a\"]",
         "1",
         "[\"a\"]",
+        "1",
         "1",
         "1",
         "1",

@@ -1,5 +1,6 @@
 //! What a simulator instance accepts and announces.
 
+use super::ratelimit::RestRateLimit;
 use crate::protocol::{Intents, Snowflake};
 use crate::token::Token;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -79,6 +80,10 @@ pub struct SimConfig {
     /// (Discord: "the past few minutes", no exact figure; 2 minutes here,
     /// so a client that counts on more fails in tests first).
     pub nonce_window: Duration,
+    /// Enforce REST rate limits (429 beyond them, as Discord does);
+    /// [`RestRateLimit::DISCORD`] for Discord's. Off by default so tests
+    /// may post quickly.
+    pub rest_rate_limit: Option<RestRateLimit>,
 }
 
 /// The `session_start_limit` object of `GET /gateway/bot`.
@@ -172,6 +177,7 @@ impl Default for SimConfig {
             oversized_frame_bytes: 16 * 1024 * 1024 + 1024,
             guilds: vec![SimGuild::example()],
             nonce_window: Duration::from_secs(120),
+            rest_rate_limit: None,
         }
     }
 }

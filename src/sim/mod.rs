@@ -92,6 +92,7 @@ mod multipart;
 mod nonces;
 mod objects;
 mod queue;
+mod ratelimit;
 mod rest;
 mod server;
 mod session;
@@ -103,6 +104,7 @@ pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, FLOOD_USER_ID};
 pub use inject::VoiceNote;
+pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use zlib::SYNC_FLUSH_SUFFIX;

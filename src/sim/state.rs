@@ -121,6 +121,7 @@ pub(crate) struct State {
     pub(crate) last_identify: HashMap<u32, Instant>,
     /// The identify queue stand-in: when each bucket's next turn is.
     pub(crate) queue_next: HashMap<u32, Instant>,
+    pub(crate) rate_book: super::ratelimit::RateBook,
 }
 
 /// Everything the simulator's parts share.
@@ -156,6 +157,7 @@ impl Shared {
             start_remaining: config.session_start_limit.remaining,
             last_identify: HashMap::new(),
             queue_next: HashMap::new(),
+            rate_book: Default::default(),
         };
         Shared {
             config,
