@@ -34,6 +34,7 @@ use serde::Deserialize;
 
 pub use error::ConfigError;
 
+use crate::shard::ShardRange;
 use crate::token::Token;
 
 /// The environment, as a lookup function (`std::env::var(..).ok()` in
@@ -133,6 +134,15 @@ pub struct Config {
     /// (1 MiB without guild state, 16 MiB with).
     #[serde(default)]
     pub max_gateway_message_bytes: Option<u64>,
+    /// The shards this process runs: `"auto"` or `[first, last, count]`
+    /// (also `SMOLCORD_SHARDS`: `auto` or `FIRST-LAST/COUNT`). Unset: the
+    /// one shard of `shard`.
+    #[serde(default)]
+    pub shards: Option<ShardRange>,
+    /// A twilight-rs/gateway-queue compatible service every fresh identify
+    /// waits on (also `SMOLCORD_IDENTIFY_QUEUE_URL`); unset: in-process.
+    #[serde(default)]
+    pub identify_queue_url: Option<String>,
 }
 
 fn default_api_base() -> String {
@@ -176,6 +186,15 @@ fn default_journal_capacity() -> usize {
 }
 
 impl Config {
+    /// The shards to run: `shards`, else the one shard of `shard`.
+    pub fn shard_range(&self) -> ShardRange {
+        self.shards.unwrap_or(ShardRange::Range {
+            first: self.shard[0],
+            last: self.shard[0],
+            count: self.shard[1],
+        })
+    }
+
     /// All defaults, with the given state dir. Meant for tests and embedders
     /// that build their configuration in code.
     pub fn with_state_dir(state_dir: impl Into<PathBuf>) -> Config {
@@ -239,6 +258,15 @@ impl Config {
         }
         if let Some(base) = state_dir::non_empty(env, "SMOLCORD_API_BASE") {
             self.api_base = base;
+        }
+        if let Some(shards) = state_dir::non_empty(env, "SMOLCORD_SHARDS") {
+            self.shards = Some(
+                ShardRange::parse(&shards)
+                    .map_err(|e| ConfigError::new(format!("SMOLCORD_SHARDS: {e}")))?,
+            );
+        }
+        if let Some(url) = state_dir::non_empty(env, "SMOLCORD_IDENTIFY_QUEUE_URL") {
+            self.identify_queue_url = Some(url);
         }
         self.api_base = self.api_base.trim_end_matches('/').to_owned();
         if let Some(dir) = state_dir::non_empty(env, "SMOLCORD_STATE_DIR") {

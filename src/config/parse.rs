@@ -50,6 +50,8 @@ pub(super) const KEYS: &[&str] = &[
     "safe_mode_after_failures",
     "journal_capacity",
     "max_gateway_message_bytes",
+    "shards",
+    "identify_queue_url",
 ];
 
 /// Keys people reach for that must never hold the token.
@@ -82,6 +84,8 @@ pub(super) fn defaults() -> Config {
         safe_mode_after_failures: default_safe_mode_after_failures(),
         journal_capacity: default_journal_capacity(),
         max_gateway_message_bytes: None,
+        shards: None,
+        identify_queue_url: None,
     }
 }
 
@@ -100,6 +104,11 @@ pub(super) fn from_text(text: &str, origin: &Path) -> Result<Config, ConfigError
         return Err(ConfigError::new(format!(
             "config {file}: key `{key}`: the token is not read from the config file; \
              set DISCORD_TOKEN or point `token_file` at a file holding it"
+        )));
+    }
+    if raw.contains_key("shard") && raw.contains_key("shards") {
+        return Err(ConfigError::new(format!(
+            "config {file}: keys `shard` and `shards` both set: use `shards` ([first, last, count] or \"auto\") alone"
         )));
     }
     serde_json::from_str::<Config>(text).map_err(|e| {

@@ -34,6 +34,14 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
             );
         }
     }
+    if let Some(url) = &config.identify_queue_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return fail(
+                "identify_queue_url",
+                format!("{url:?} must be an http:// or https:// URL (also settable by SMOLCORD_IDENTIFY_QUEUE_URL)"),
+            );
+        }
+    }
     let base = &config.api_base;
     if !(base.starts_with("http://") || base.starts_with("https://")) || base.contains('?') {
         return fail(

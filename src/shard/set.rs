@@ -104,6 +104,45 @@ impl ShardRange {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for ShardRange {
+    /// `"auto"` or `[first, last, count]`.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ShardRange;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"auto\" or [first, last, count]")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ShardRange, E> {
+                if text == "auto" {
+                    Ok(ShardRange::Auto)
+                } else {
+                    Err(E::custom(format!(
+                        "`{text}` is not \"auto\" or [first, last, count]"
+                    )))
+                }
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ShardRange, A::Error> {
+                use serde::de::Error;
+                let mut next = |what: &str| {
+                    seq.next_element::<u32>()?.ok_or_else(|| {
+                        A::Error::custom(format!("[first, last, count]: {what} is missing"))
+                    })
+                };
+                let (first, last, count) = (next("first")?, next("last")?, next("count")?);
+                if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    return Err(A::Error::custom("[first, last, count] has three numbers"));
+                }
+                ShardRange::new(first, last, count).map_err(A::Error::custom)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 impl fmt::Display for ShardRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -357,6 +396,23 @@ mod tests {
             assert!(err.contains(why), "{text}: {err}");
         }
         assert_eq!(ShardRange::Auto.resolve(3), (0..=2, 3));
+        let json = |text: &str| serde_json::from_str::<ShardRange>(text);
+        assert_eq!(json("\"auto\"").unwrap(), ShardRange::Auto);
+        assert_eq!(
+            json("[0, 3, 8]").unwrap(),
+            ShardRange::new(0, 3, 8).unwrap()
+        );
+        for (text, why) in [
+            ("[3, 0, 8]", "comes before"),
+            ("[0, 8, 8]", "does not exist"),
+            ("[0, 0, 0]", "at least 1"),
+            ("[0, 1]", "count is missing"),
+            ("\"all\"", "not \"auto\""),
+            ("5", "\"auto\" or [first, last, count]"),
+        ] {
+            let err = json(text).unwrap_err().to_string();
+            assert!(err.contains(why), "{text}: {err}");
+        }
         assert_eq!(ShardRange::parse("2-3/8").unwrap().to_string(), "2-3/8");
     }
 }
