@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod bridge;
+pub mod chart;
 pub mod config;
 pub mod heartbeat;
 pub mod loopwatch;

@@ -22,11 +22,13 @@
 
 pub mod backoff;
 mod driver;
+pub mod history;
 pub mod identify_budget;
 pub mod ratelimit;
 pub mod session;
 
 pub use backoff::Backoff;
+pub use history::{EndReason, SessionHistory, StartKind};
 pub use identify_budget::{IdentifyBudget, SessionStartLimit};
 pub use session::{Session, SessionState};
 
@@ -299,9 +301,12 @@ impl Shard {
         let (event_tx, event_rx) = channel::unbounded();
         let (command_tx, command_rx) = channel::bounded(64);
         let (shutdown_tx, shutdown_rx) = channel::bounded(1);
+        let mut state = config.state.clone();
+        // A session left open on disk belonged to a process that is gone.
+        state.history.close_unrecorded();
         let status = Arc::new(Mutex::new(ShardStatus {
             shard: config.shard,
-            state: config.state.clone(),
+            state,
             ..ShardStatus::default()
         }));
         let shard = Shard {
