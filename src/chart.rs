@@ -11,10 +11,10 @@
 //! use smolcord::chart::{bars, Bar, Charset};
 //! let rows = [Bar::new("fast", 30), Bar::new("slow", 10)];
 //! let text = bars(&rows, 40, Charset::Ascii);
-//! assert_eq!(text, "\
-//!     fast |####################  30  75.0%
-//!     slow |#######               10  25.0%
-//! ");
+//! assert_eq!(text, concat!(
+//!     "    fast |################### 30   75.0%\n",
+//!     "    slow |######              10   25.0%\n",
+//! ));
 //! ```
 
 use std::fmt::Write as _;
