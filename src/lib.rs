@@ -22,3 +22,4 @@ pub mod sim;
 pub mod status;
 pub mod token;
 pub mod transport;
+pub mod wire;
