@@ -409,7 +409,7 @@ mod tests {
         let out = line(Direction::In, &big);
         assert_clean(&out);
         let expected_head =
-            format!(r#"{{"op":0,"t":"GUILD_CREATE","s":9,"d":{{"token_like":"<redacted>","pad":""#);
+            r#"{"op":0,"t":"GUILD_CREATE","s":9,"d":{"token_like":"<redacted>","pad":""#;
         assert!(
             out.starts_with(&format!(
                 "conn 7 +1.234s <- op 0 GUILD_CREATE s=9 ({} B) {expected_head}",

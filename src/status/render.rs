@@ -598,14 +598,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "prints the rendering for a person to look at"]
-    fn show() {
-        for charset in [Charset::Unicode, Charset::Ascii] {
-            println!("{}", status(&busy_snapshot(), NOW, charset));
-        }
-    }
-
-    #[test]
     fn bridge_counters_are_labelled_lines() {
         let text = status(&busy_snapshot(), NOW, Charset::Ascii);
         assert!(!text.contains('{'), "no JSON in the text: {text}");
