@@ -91,6 +91,15 @@ pub enum EndReason {
 }
 
 impl EndReason {
+    /// The end of a connection the gateway (or the network) ended: its close
+    /// code, or `None` when it ended without a close frame.
+    pub fn from_close(code: Option<u16>) -> EndReason {
+        match code {
+            Some(code) => EndReason::Closed { code },
+            None => EndReason::Dropped,
+        }
+    }
+
     /// Whether smolcord stopped for good after it (a fatal close code).
     pub fn is_fatal(self) -> bool {
         matches!(self, EndReason::Closed { code } if CloseCode(code).action() == CloseAction::Fatal)
@@ -449,6 +458,11 @@ mod tests {
             assert!(text.len() <= 32, "{text}");
         }
         assert!(EndReason::Closed { code: 4014 }.is_fatal());
+        assert_eq!(
+            EndReason::from_close(Some(4009)),
+            EndReason::Closed { code: 4009 }
+        );
+        assert_eq!(EndReason::from_close(None), EndReason::Dropped);
         assert!(!EndReason::Zombie.is_fatal());
         assert!(!EndReason::Shutdown.is_flap());
     }
