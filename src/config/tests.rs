@@ -121,6 +121,7 @@ fn every_listed_key_is_a_config_key() {
         "1",
         "1",
         "1",
+        "65536",
     ];
     assert_eq!(values.len(), parse::KEYS.len());
     let body: Vec<String> = parse::KEYS

@@ -8,6 +8,7 @@ use super::clock::later;
 use super::config::{SimConfig, SimGuild};
 use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
+use super::nonces::NonceBook;
 use super::objects::IdGen;
 use super::rest::{BotMessage, RestRecord};
 use super::session::SessionStore;
@@ -35,6 +36,13 @@ pub(crate) enum Out {
     },
     /// Switch per-payload compression (Identify `compress: true`).
     PayloadCompression(bool),
+    /// `Fault::Flood`: this many DMs for the session, made one at a time
+    /// as the socket takes them.
+    Flood { session_id: String, count: u64 },
+    /// `Fault::PingFlood`.
+    Pings(u64),
+    /// `Fault::Fragmented`.
+    Fragmented { total: usize, fragment: usize },
 }
 
 /// What the rest of the simulator asks of a connection's reader.
@@ -106,6 +114,7 @@ pub(crate) struct State {
     pub(crate) dir: Directory,
     pub(crate) rest_log: VecDeque<RestRecord>,
     pub(crate) rest_faults: VecDeque<RestFault>,
+    pub(crate) nonces: NonceBook,
     pub(crate) ids: IdGen,
     pub(crate) start_remaining: u32,
     pub(crate) recent_identifies: VecDeque<Instant>,
@@ -139,6 +148,7 @@ impl Shared {
             dir,
             rest_log: VecDeque::new(),
             rest_faults: VecDeque::new(),
+            nonces: NonceBook::new(config.nonce_window),
             ids: IdGen::default(),
             start_remaining: config.session_start_limit.remaining,
             recent_identifies: VecDeque::new(),
@@ -351,6 +361,33 @@ impl State {
             seq,
         });
         Some(seq)
+    }
+
+    /// Numbers and buffers one flood DM for `session_id` and returns its
+    /// frame (the writer sends it), or `None` if the session is gone.
+    pub(crate) fn flood_frame(&mut self, session_id: &str, n: u64) -> Option<String> {
+        let channel = self
+            .dir
+            .dm_channel(&mut self.ids, super::faults::FLOOD_USER_ID, "flooder");
+        let id = self.ids.next();
+        let place = super::objects::MessagePlace {
+            channel_id: channel,
+            guild_id: None,
+        };
+        let d = super::objects::message(
+            id,
+            &place,
+            super::objects::user(super::faults::FLOOD_USER_ID, "flooder"),
+            &format!("flood {n}"),
+            Vec::new(),
+            0,
+        );
+        let session = self.sessions.get_mut(session_id)?;
+        let (_, frame) = session.push("MESSAGE_CREATE", raw(&d));
+        if let Some(stats) = session.conn.and_then(|conn| self.stats.conn(conn)) {
+            stats.dispatches_sent += 1;
+        }
+        Some(frame)
     }
 
     /// Sends `event` to every live session that would get it from Discord

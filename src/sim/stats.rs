@@ -58,6 +58,9 @@ pub struct Totals {
     pub missed_deadlines: u64,
     /// REST requests answered.
     pub rest_requests: u64,
+    /// Messages not created again because their `nonce` was seen within
+    /// the window (`enforce_nonce`): the original was returned instead.
+    pub duplicates_prevented: u64,
 }
 
 /// How a connection ended.
@@ -98,6 +101,8 @@ pub struct ConnStats {
     pub query: String,
     /// `zlib-stream`, `payload` (Identify `compress: true`) or null.
     pub compression: Option<String>,
+    /// The handshake's `User-Agent` header, if any.
+    pub user_agent: Option<String>,
     /// When the websocket was accepted.
     pub opened_at_ms: f64,
     /// When Hello was queued.
@@ -175,6 +180,7 @@ impl StatsBook {
             path: path.to_owned(),
             query: query.to_owned(),
             compression: None,
+            user_agent: None,
             opened_at_ms: self.ms(at),
             hello_at_ms: None,
             heartbeats: 0,
