@@ -51,6 +51,13 @@ fn the_demo_runs_to_its_report() {
             .any(|line| line.trim_start().starts_with("<= ") && line.contains(" |#")),
         "no lateness bars in:\n{stdout}"
     );
+    // The one session, in the timeline, ended by the demo's own shutdown.
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.contains(" identify ") && line.ends_with("  shutdown")),
+        "no session timeline in:\n{stdout}"
+    );
     let report = &stdout[stdout.find("== smolcord demo report").unwrap()..];
     assert!(report.is_ascii(), "a pipe gets an ASCII report:\n{report}");
     // The demo cleans up its temporary state dir.

@@ -203,7 +203,7 @@ fn the_json_of_a_running_bridge_matches_the_documented_schema() {
     })
     .unwrap();
     let state = tempfile::tempdir().unwrap();
-    let _run = Running(
+    let mut run = Running(
         smolcord(&["run"], &sim, state.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -244,6 +244,23 @@ fn the_json_of_a_running_bridge_matches_the_documented_schema() {
     );
     assert!(text.lines().all(|line| line.len() <= 80), "{text}");
     assert!(!text.contains('{'), "no JSON blob in the text: {text}");
+    assert!(text.contains(" identify "), "the live session: {text}");
+
+    // SIGTERM: the session's end is saved after the gateway closed, so the
+    // next start does not find it open ("unrecorded").
+    let pid = rustix::process::Pid::from_child(&run.0);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let deadline = Instant::now() + BOUND;
+    while run.0.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "smolcord run did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let saved = std::fs::read_to_string(state.path().join("session.json")).expect("session.json");
+    let saved: Value = serde_json::from_str(&saved).expect("JSON");
+    let sessions = saved["history"].as_array().expect("a history");
+    assert_eq!(sessions.len(), 1, "{saved:#}");
+    assert_eq!(sessions[0]["start"], "identify");
+    assert_eq!(sessions[0]["end"]["cause"], "shutdown", "{saved:#}");
 }
 
 #[test]

@@ -244,11 +244,14 @@ impl Transcript {
 async fn report(sim: &Simulator, state_dir: &Path, elapsed: Duration) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let snapshot = status::read(state_dir)
+    let mut snapshot = status::read(state_dir)
         .await
         .ok()
         .flatten()
         .unwrap_or_default();
+    // The status file was written while the session was live; how it ended
+    // is in the session state, saved after the gateway closed.
+    snapshot.sessions = crate::bridge::load_session_state(state_dir).await.history;
     let counters: CountersSnapshot =
         serde_json::from_value(snapshot.bridge.clone()).unwrap_or_default();
     let charset = Charset::for_stdout();
