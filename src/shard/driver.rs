@@ -300,12 +300,9 @@ impl Driver {
         self.end = None;
         let outcome = self.drive(&mut connection, session, &mut live).await;
         // Closes the session the history has open (if Identify or Resume
-        // went out on this connection; otherwise there is none).
-        let reason = self.end.take().unwrap_or_else(|| match outcome {
-            Outcome::Fatal(code) => EndReason::Closed { code: code.0 },
-            Outcome::Shutdown => EndReason::Shutdown,
-            _ => EndReason::Unknown,
-        });
+        // went out on this connection; otherwise there is none). Every way
+        // out of a session notes its cause; `Unknown` would be a path missed.
+        let reason = self.end.take().unwrap_or(EndReason::Unknown);
         self.status()
             .state
             .history
