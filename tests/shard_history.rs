@@ -16,7 +16,7 @@ const INTERVAL_MS: u64 = 300;
 
 /// Waits for the next heartbeat ACK the shard reports.
 async fn acked_beat(handle: &ShardHandle) {
-    wait_shard(handle, SOON, |e| matches!(e, Ok(ShardEvent::Heartbeat(_)))).await;
+    let _ = wait_shard(handle, SOON, |e| matches!(e, Ok(ShardEvent::Heartbeat(_)))).await;
 }
 
 #[test]
