@@ -26,9 +26,9 @@ usage:
 
 environment: DISCORD_TOKEN, SMOLCORD_CONFIG, SMOLCORD_STATE_DIR,
 SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, SMOLCORD_ASCII=1 (plain ASCII
-output), RUST_LOG (default info; smolcord::sim::wire=trace prints every
-gateway frame the simulator receives and sends, token and session id
-redacted)";
+output), RUST_LOG (default info; smolcord::wire=trace prints every gateway
+frame in and out, token and session id redacted; smolcord::sim::wire=trace
+the same from the simulator's side)";
 
 fn main() -> ExitCode {
     let command = match parse(lexopt::Parser::from_env()) {

@@ -207,9 +207,15 @@ pub fn format_close(
     since_open: Duration,
     code: Option<u16>,
 ) -> String {
-    let what = match code {
-        Some(code) => format!("close {}", crate::protocol::CloseCode(code)),
-        None => "connection ended without a close frame".to_owned(),
+    // A received code is named; a sent one is ours to choose (smolcord
+    // sends 4000, which Discord calls "unknown error", to keep the session).
+    let what = match (code, direction) {
+        (Some(code), Direction::In) => format!(
+            "close {code} ({})",
+            crate::protocol::CloseCode(code).description()
+        ),
+        (Some(code), Direction::Out) => format!("close {code}"),
+        (None, _) => "connection ended without a close frame".to_owned(),
     };
     format!(
         "conn {conn} +{:.3}s {} {what}",
@@ -439,7 +445,11 @@ mod tests {
         assert!(out.contains("op 99 (unknown)"), "{out}");
         assert_eq!(
             format_close(2, Direction::Out, Duration::from_millis(5), Some(4000)),
-            "conn 2 +0.005s -> close unknown error (4000)"
+            "conn 2 +0.005s -> close 4000"
+        );
+        assert_eq!(
+            format_close(2, Direction::In, Duration::ZERO, Some(4009)),
+            "conn 2 +0.000s <- close 4009 (session timed out)"
         );
         assert_eq!(
             format_close(2, Direction::In, Duration::ZERO, None),

@@ -75,7 +75,7 @@ fn the_simulator_traces_every_frame_without_secrets() {
             "-> op 0 READY s=1",
             "<- op 1 Heartbeat",
             "-> op 11 HeartbeatAck",
-            "<- close unknown error (4000)",
+            "<- close 4000 (unknown error)",
             "conn 2 +",
             "<- op 6 Resume",
             "-> op 0 RESUMED",
