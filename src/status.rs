@@ -11,6 +11,7 @@ pub mod render;
 use crate::chart::Charset;
 use crate::loopwatch;
 use crate::offload;
+use crate::shard::history::FlapCount;
 use crate::shard::{SessionHistory, ShardStatus};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -115,18 +116,21 @@ impl StatusSnapshot {
         if let Some(object) = value.as_object_mut() {
             object.insert("checked_unix_ms".into(), now_ms.into());
             object.insert("healthy".into(), self.is_healthy(now_ms).into());
-            let flaps = serde_json::json!({
-                "last_hour": self.sessions.flaps_since(now_ms.saturating_sub(HOUR_MS)),
-                "last_day": self.sessions.flaps_since(now_ms.saturating_sub(DAY_MS)),
-            });
+            let [hour, day] = self.flaps(now_ms);
+            let flaps = serde_json::json!({ "last_hour": hour, "last_day": day });
             object.insert("flaps".into(), flaps);
         }
         value
     }
-}
 
-const HOUR_MS: u64 = 3_600_000;
-const DAY_MS: u64 = 24 * HOUR_MS;
+    /// Sessions lost (any end but a shutdown) in the last hour and the last
+    /// day before `now_ms`.
+    pub fn flaps(&self, now_ms: u64) -> [FlapCount; 2] {
+        const HOUR_MS: u64 = 3_600_000;
+        [HOUR_MS, 24 * HOUR_MS]
+            .map(|window| self.sessions.flaps_since(now_ms.saturating_sub(window)))
+    }
+}
 
 /// Where the snapshot lives in `state_dir`.
 pub fn path(state_dir: &Path) -> PathBuf {

@@ -12,7 +12,7 @@ use super::StatusSnapshot;
 use crate::bridge::CountersSnapshot;
 use crate::chart::{self, Bar, Charset};
 use crate::heartbeat::BOUNDS_US;
-use crate::shard::history::SessionRecord;
+use crate::shard::history::{FlapCount, SessionRecord};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -23,9 +23,6 @@ pub const WIDTH: usize = 80;
 pub const TIMELINE_ROWS: usize = 8;
 /// Longest user name shown in the header.
 const USER_CHARS: usize = 32;
-
-const HOUR_MS: u64 = 3_600_000;
-const DAY_MS: u64 = 24 * HOUR_MS;
 
 /// The whole `smolcord status` text.
 pub fn status(snapshot: &StatusSnapshot, now_ms: u64, charset: Charset) -> String {
@@ -172,9 +169,8 @@ pub fn sessions(s: &StatusSnapshot, now_ms: u64, charset: Charset) -> String {
         let row = session_row(record, now_ms, charset);
         let _ = writeln!(out, "{row}");
     }
-    let hour = s.sessions.flaps_since(now_ms.saturating_sub(HOUR_MS));
-    let day = s.sessions.flaps_since(now_ms.saturating_sub(DAY_MS));
-    let count = |flaps: crate::shard::history::FlapCount| {
+    let [hour, day] = s.flaps(now_ms);
+    let count = |flaps: FlapCount| {
         if flaps.complete {
             flaps.count.to_string()
         } else {
@@ -200,7 +196,8 @@ fn session_row(record: &SessionRecord, now_ms: u64, charset: Charset) -> String 
         Some(_) => "?".to_owned(),
         None => "never".to_owned(),
     };
-    let (beats, worst) = if record.end.is_some() {
+    // Known once the session ended (not for a live or an unrecorded one).
+    let (beats, worst) = if record.ended_unix_ms.is_some() {
         (
             record.beats.to_string(),
             chart::duration(Duration::from_micros(record.worst_lateness_us), charset),
