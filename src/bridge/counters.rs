@@ -23,12 +23,15 @@ struct Inner {
     tasks_spooled: AtomicU64,
     results_delivered: AtomicU64,
     results_malformed: AtomicU64,
+    results_rejected: AtomicU64,
     fallbacks_run: AtomicU64,
     undelivered: AtomicU64,
     failures: AtomicU64,
     refused: AtomicU64,
     pairing_codes_issued: AtomicU64,
     replays_skipped: AtomicU64,
+    messages_dropped: AtomicU64,
+    jobs_peak: AtomicU64,
     safe_mode: AtomicBool,
 }
 
@@ -55,6 +58,8 @@ pub struct CountersSnapshot {
     pub results_delivered: u64,
     /// Result files moved aside as malformed.
     pub results_malformed: u64,
+    /// Result files refused unread (too large, or not a regular file).
+    pub results_rejected: u64,
     /// DM fallback command runs.
     pub fallbacks_run: u64,
     /// Replies that could not be delivered (archived with the outcome).
@@ -67,6 +72,12 @@ pub struct CountersSnapshot {
     pub pairing_codes_issued: u64,
     /// Replayed messages skipped (already processed before a restart).
     pub replays_skipped: u64,
+    /// Messages dropped unhandled because the bridge was busy (only from
+    /// people it would not answer anyway: strangers, or anyone but the
+    /// owner in safe mode); counted in `refused` too.
+    pub messages_dropped: u64,
+    /// The most messages queued or being handled at once in this run.
+    pub jobs_peak: u64,
     /// Whether this run is in safe mode.
     pub safe_mode: bool,
 }
@@ -75,10 +86,12 @@ impl CountersSnapshot {
     /// Every counter with the words `smolcord status` prints for it, in
     /// the order a reader follows a message: taken in, answered, the work
     /// in between, then what went wrong.
-    pub fn labelled(&self) -> [(&'static str, u64); 15] {
+    pub fn labelled(&self) -> [(&'static str, u64); 18] {
         [
             ("messages handled", self.messages_handled),
+            ("most at once", self.jobs_peak),
             ("strangers refused", self.refused),
+            ("dropped while busy", self.messages_dropped),
             ("replies delivered", self.replies_delivered),
             ("replies undelivered", self.undelivered),
             ("voice notes transcribed", self.transcriptions),
@@ -88,6 +101,7 @@ impl CountersSnapshot {
             ("tasks spooled", self.tasks_spooled),
             ("results delivered", self.results_delivered),
             ("results malformed", self.results_malformed),
+            ("results rejected", self.results_rejected),
             ("DM fallbacks run", self.fallbacks_run),
             ("pairing codes issued", self.pairing_codes_issued),
             ("replays skipped", self.replays_skipped),
@@ -108,12 +122,14 @@ pub(crate) enum Counter {
     TasksSpooled,
     ResultsDelivered,
     ResultsMalformed,
+    ResultsRejected,
     FallbacksRun,
     Undelivered,
     Failures,
     Refused,
     PairingCodesIssued,
     ReplaysSkipped,
+    MessagesDropped,
 }
 
 impl BridgeCounters {
@@ -129,14 +145,23 @@ impl BridgeCounters {
             Counter::TasksSpooled => &i.tasks_spooled,
             Counter::ResultsDelivered => &i.results_delivered,
             Counter::ResultsMalformed => &i.results_malformed,
+            Counter::ResultsRejected => &i.results_rejected,
             Counter::FallbacksRun => &i.fallbacks_run,
             Counter::Undelivered => &i.undelivered,
             Counter::Failures => &i.failures,
             Counter::Refused => &i.refused,
             Counter::PairingCodesIssued => &i.pairing_codes_issued,
             Counter::ReplaysSkipped => &i.replays_skipped,
+            Counter::MessagesDropped => &i.messages_dropped,
         };
         cell.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes how many jobs are queued or being handled now.
+    pub(crate) fn jobs_now(&self, jobs: usize) {
+        self.inner
+            .jobs_peak
+            .fetch_max(jobs as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn set_safe_mode(&self, on: bool) {
@@ -157,12 +182,15 @@ impl BridgeCounters {
             tasks_spooled: get(&i.tasks_spooled),
             results_delivered: get(&i.results_delivered),
             results_malformed: get(&i.results_malformed),
+            results_rejected: get(&i.results_rejected),
             fallbacks_run: get(&i.fallbacks_run),
             undelivered: get(&i.undelivered),
             failures: get(&i.failures),
             refused: get(&i.refused),
             pairing_codes_issued: get(&i.pairing_codes_issued),
             replays_skipped: get(&i.replays_skipped),
+            messages_dropped: get(&i.messages_dropped),
+            jobs_peak: get(&i.jobs_peak),
             safe_mode: i.safe_mode.load(Ordering::Relaxed),
         }
     }
@@ -196,12 +224,14 @@ mod tests {
             Counter::TasksSpooled,
             Counter::ResultsDelivered,
             Counter::ResultsMalformed,
+            Counter::ResultsRejected,
             Counter::FallbacksRun,
             Counter::Undelivered,
             Counter::Failures,
             Counter::Refused,
             Counter::PairingCodesIssued,
             Counter::ReplaysSkipped,
+            Counter::MessagesDropped,
         ] {
             let before = counters.snapshot().labelled();
             counters.bump(counter);
@@ -214,9 +244,14 @@ mod tests {
                 .collect();
             assert_eq!(changed.len(), 1, "{counter:?} moves {changed:?}");
         }
-        // The JSON form has one more field (safe_mode), the flag.
+        counters.jobs_now(3);
+        assert!(counters
+            .snapshot()
+            .labelled()
+            .contains(&("most at once", 3)));
+        // The JSON form has one more field, the safe_mode flag.
         let json = serde_json::to_value(counters.snapshot()).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), 16);
+        assert_eq!(json.as_object().unwrap().len(), 19);
         let back: CountersSnapshot = serde_json::from_value(json).unwrap();
         assert_eq!(back, counters.snapshot());
     }

@@ -600,12 +600,14 @@ mod tests {
         assert!(!text.contains('{'), "no JSON in the text: {text}");
         assert!(
             text.contains(
-                "    messages handled             12    strangers refused             0\n"
+                "    messages handled             12    most at once                  0\n"
             ),
             "{text}"
         );
         assert!(
-            text.contains("    failures recorded             0\n"),
+            text.contains(
+                "    replays skipped               0    failures recorded             0\n"
+            ),
             "{text}"
         );
         assert!(text.contains("    bridge-transcribe"), "{text}");
