@@ -22,7 +22,8 @@ usage:
                                print the failure journal
 
 environment: DISCORD_TOKEN, SMOLCORD_CONFIG, SMOLCORD_STATE_DIR,
-SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, RUST_LOG (default info)";
+SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, SMOLCORD_CA_FILE,
+RUST_LOG (default info)";
 
 fn main() -> ExitCode {
     let command = match parse(lexopt::Parser::from_env()) {

@@ -48,6 +48,7 @@ pub(super) const KEYS: &[&str] = &[
     "agent_concurrency",
     "safe_mode_after_failures",
     "journal_capacity",
+    "extra_ca_file",
 ];
 
 /// Keys people reach for that must never hold the token.
@@ -78,6 +79,7 @@ pub(super) fn defaults() -> Config {
         agent_concurrency: default_agent_concurrency(),
         safe_mode_after_failures: default_safe_mode_after_failures(),
         journal_capacity: default_journal_capacity(),
+        extra_ca_file: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! transport: one gateway WebSocket connection, `ws://` or `wss://`
 //! (rustls with compiled-in webpki roots, so it works in a `FROM scratch`
-//! image), with optional zlib-stream inflation.
+//! image, plus any extra CA: see [`tls`]), with optional zlib-stream
+//! inflation.
 //!
 //! A [`Connection`] hands out complete gateway messages as text and accepts
 //! text to send. [`Connection::next_message`] is cancel-safe: partial
@@ -9,6 +10,7 @@
 
 #[cfg(feature = "zlib")]
 mod inflate;
+pub mod tls;
 mod url;
 
 #[cfg(feature = "zlib")]
@@ -98,7 +100,8 @@ impl Connection {
         }
         let url = gateway_connect_url(base_url, compress);
         let attempt = async {
-            async_tungstenite::smol::connect_async(url.as_str())
+            let tls = futures_rustls::TlsConnector::from(tls::client_config());
+            async_tungstenite::smol::connect_async_with_tls_connector(url.as_str(), Some(tls))
                 .await
                 .map(Some)
                 .map_err(|err| TransportError::Connect {
