@@ -1,5 +1,6 @@
 //! What a simulator instance accepts and announces.
 
+use super::tls::SimTls;
 use crate::protocol::{Intents, Snowflake};
 use crate::token::Token;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -66,6 +67,10 @@ pub struct SimConfig {
     /// Guilds announced in READY (and by GUILD_CREATE when the session has
     /// the GUILDS intent).
     pub guilds: Vec<SimGuild>,
+    /// Serve TLS (`wss://`, `https://`) with this certificate instead of
+    /// plain `ws://` and `http://`; every URL the simulator hands out
+    /// follows.
+    pub tls: Option<SimTls>,
 }
 
 /// The `session_start_limit` object of `GET /gateway/bot`.
@@ -156,6 +161,7 @@ impl Default for SimConfig {
             command_window: Duration::from_secs(60),
             oversized_frame_bytes: 16 * 1024 * 1024 + 1024,
             guilds: vec![SimGuild::example()],
+            tls: None,
         }
     }
 }

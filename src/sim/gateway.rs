@@ -12,6 +12,7 @@ use super::http::{HttpConn, Request, Response};
 use super::identify::{handle_identify, handle_resume, lenient_since};
 use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
+use super::tls::SimStream;
 use super::zlib::{compress_payload, ZlibStream};
 use crate::protocol::{CloseCode, Frame, OpCode, MAX_PAYLOAD_BYTES};
 use async_net::TcpStream;
@@ -62,8 +63,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut http: HttpConn, request: Requ
     if http.write_response(&accept, true).await.is_err() {
         return;
     }
-    let HttpConn { stream, buf } = http;
-    let tcp = stream.clone();
+    let HttpConn { stream, tcp, buf } = http;
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_READ))
         .max_frame_size(Some(MAX_READ));
@@ -120,8 +120,8 @@ async fn run(
     shared: Arc<Shared>,
     tcp: TcpStream,
     request: Request,
-    sender: WebSocketSender<TcpStream>,
-    receiver: WebSocketReceiver<TcpStream>,
+    sender: WebSocketSender<SimStream>,
+    receiver: WebSocketReceiver<SimStream>,
 ) {
     let params = read_params(&request);
     let (out_tx, out_rx) = async_channel::unbounded();
@@ -190,7 +190,7 @@ async fn wait_until(at: Instant) {
 
 /// Sends queued frames in order until a close frame or a send error.
 async fn write_frames(
-    mut sender: WebSocketSender<TcpStream>,
+    mut sender: WebSocketSender<SimStream>,
     queue: async_channel::Receiver<Out>,
     mut zlib: Option<ZlibStream>,
 ) {
@@ -385,7 +385,7 @@ impl Reader {
 
     async fn read_loop(
         &mut self,
-        mut receiver: WebSocketReceiver<TcpStream>,
+        mut receiver: WebSocketReceiver<SimStream>,
         cmds: async_channel::Receiver<ConnCmd>,
     ) {
         loop {

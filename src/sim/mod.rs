@@ -17,6 +17,10 @@
 //! | `http://127.0.0.1:P/control/...` | the control API ([`Simulator::control_url`]) |
 //! | `http://127.0.0.1:P/attachments/...` | voice-note and uploaded file bytes |
 //!
+//! With [`SimConfig::tls`] the port speaks only TLS, and every URL above
+//! (and every URL the simulator hands out: READY's `resume_gateway_url`,
+//! `GET /gateway`, attachment URLs) is `wss://` / `https://`.
+//!
 //! ```
 //! use smolcord::sim::{Simulator, SimConfig};
 //! let sim = Simulator::start(SimConfig::default()).unwrap();
@@ -86,6 +90,7 @@ mod server;
 mod session;
 mod state;
 mod stats;
+mod tls;
 mod zlib;
 
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
@@ -94,6 +99,7 @@ pub use faults::{Fault, RestFault, RestFaultKind};
 pub use inject::VoiceNote;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
+pub use tls::SimTls;
 pub use zlib::SYNC_FLUSH_SUFFIX;
 
 use crate::protocol::Snowflake;
@@ -195,7 +201,7 @@ impl Simulator {
         &self.shared().config
     }
 
-    /// `ws://127.0.0.1:P` (the gateway is at `/`).
+    /// `ws://127.0.0.1:P` (the gateway is at `/`; `wss://` with TLS).
     pub fn gateway_url(&self) -> String {
         self.shared().gateway_url()
     }
@@ -205,7 +211,7 @@ impl Simulator {
         self.shared().resume_gateway_url()
     }
 
-    /// `http://127.0.0.1:P/api/v10`.
+    /// `http://127.0.0.1:P/api/v10` (`https://` with TLS).
     pub fn api_base(&self) -> String {
         format!("{}/api/v10", self.shared().http_base())
     }

@@ -1,6 +1,9 @@
 //! Shared harness for tests that run the real shard against the simulator.
 #![allow(dead_code)] // each test binary uses a different part
 
+pub mod process;
+pub mod tls;
+
 use smol::LocalExecutor;
 use smolcord::shard::{Backoff, Dispatch, Shard, ShardConfig, ShardError, ShardEvent, ShardHandle};
 use smolcord::sim::{next_matching, SimConfig, SimEvent, Simulator};
