@@ -96,6 +96,13 @@ fn a_trace_level_session_leaks_the_token_nowhere() {
         &[("stdout", stdout), ("stderr", stderr.clone())],
         state.path(),
     );
+    // Everything smolcord wrote is private (config.json is the test's own).
+    let files = files_under(state.path());
+    assert!(files.len() > 2, "too few files to prove anything: {files:?}");
+    for file in files.iter().filter(|f| !f.ends_with("config.json")) {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{} has mode {mode:o}", file.display());
+    }
     // The wire-level crates did log (so RUST_LOG reached them), below trace.
     for expected in [" DEBUG tungstenite", " DEBUG rustls", " DEBUG ureq"] {
         assert!(
