@@ -8,10 +8,9 @@
 
 mod packaging_common;
 
-use packaging_common::{assert_no_panic, running_as_root, smolcord, state_dir, text, NOBODY};
+use packaging_common::{assert_no_panic, text, Image};
 use smolcord::sim::{next_matching, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Kills the child on every way out of the test.
@@ -57,22 +56,16 @@ fn run_with_only_its_variables_as_nobody_connects_is_healthy_and_stops_on_sigter
         ..SimConfig::default()
     })
     .expect("start the simulator");
-    let dir = state_dir();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_smolcord"));
+    let image = Image::new();
+    let dir = image.state_dir();
+    let mut command = image.command(&["run"]);
     command
-        .arg("run")
-        .env_clear()
         .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
         .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
         .env("SMOLCORD_API_BASE", sim.api_base())
         .env("SMOLCORD_STATE_DIR", dir.path())
-        .current_dir("/")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    if running_as_root() {
-        command.uid(NOBODY).gid(NOBODY);
-    }
     let mut child = Running(command.spawn().expect("spawn smolcord run"));
 
     // READY, then two heartbeats on that connection.
@@ -104,7 +97,7 @@ fn run_with_only_its_variables_as_nobody_connects_is_healthy_and_stops_on_sigter
     // within a beat or two.
     let started = Instant::now();
     let healthy = loop {
-        let output = smolcord(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
+        let output = image.run(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
         assert_no_panic(&output);
         if output.status.success() {
             break Ok(());
