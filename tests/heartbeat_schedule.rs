@@ -228,3 +228,17 @@ fn a_peer_that_stopped_reading_is_left_within_the_close_bound() {
         wait_dispatch(&handle, "RESUMED").await;
     });
 }
+
+#[test]
+fn status_counts_each_ack_when_it_arrives() {
+    let sim = sim_with(150, 1.5);
+    run_local(shard_config(&sim), |handle, _| async move {
+        wait_dispatch(&handle, "READY").await;
+        for _ in 0..3 {
+            next_beat(&handle).await;
+            let heartbeat = handle.status().heartbeat;
+            // Copied when the ACK arrives, not when the next beat is sent.
+            assert_eq!(heartbeat.session.acks, heartbeat.session.beats_sent);
+        }
+    });
+}

@@ -117,6 +117,9 @@ where
     shard_config.gateway_url = config.gateway_url.clone();
     shard_config.compress = config.compress;
     shard_config.heartbeat_warn = Duration::from_millis(config.heartbeat_warn_ms);
+    shard_config.max_message_bytes = config
+        .max_gateway_message_bytes
+        .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
     shard_config.state = bridge::load_session_state(&config.state_dir).await;
     let info_rest = rest.clone();
     shard_config.gateway_info = Some(Arc::new(move || {

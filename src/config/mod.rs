@@ -121,6 +121,10 @@ pub struct Config {
     /// Capacity of the failure journal (records).
     #[serde(default = "default_journal_capacity")]
     pub journal_capacity: usize,
+    /// Largest gateway message accepted, bytes; unset picks by intents
+    /// (1 MiB without guild state, 16 MiB with).
+    #[serde(default)]
+    pub max_gateway_message_bytes: Option<u64>,
     /// PEM file of extra CA certificates trusted for `wss://` and
     /// `https://` besides Mozilla's roots (a TLS-inspecting proxy's CA).
     /// A relative path is relative to the config file's directory.

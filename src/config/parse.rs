@@ -48,6 +48,7 @@ pub(super) const KEYS: &[&str] = &[
     "agent_concurrency",
     "safe_mode_after_failures",
     "journal_capacity",
+    "max_gateway_message_bytes",
     "extra_ca_file",
 ];
 
@@ -79,6 +80,7 @@ pub(super) fn defaults() -> Config {
         agent_concurrency: default_agent_concurrency(),
         safe_mode_after_failures: default_safe_mode_after_failures(),
         journal_capacity: default_journal_capacity(),
+        max_gateway_message_bytes: None,
         extra_ca_file: None,
     }
 }

@@ -153,6 +153,7 @@ fn every_listed_key_is_a_config_key() {
         "1",
         "1",
         "1",
+        "65536",
         "\"ca.pem\"",
     ];
     assert_eq!(values.len(), parse::KEYS.len());

@@ -77,5 +77,15 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
             return fail(key, "must be at least 1".into());
         }
     }
+    // Discord's own payloads need a few KiB at the very least; above
+    // 256 MiB a small host would run out of memory before the limit helps.
+    if let Some(bytes) = config.max_gateway_message_bytes {
+        if !(4096..=256 << 20).contains(&bytes) {
+            return fail(
+                "max_gateway_message_bytes",
+                format!("{bytes} is outside 4096..=268435456"),
+            );
+        }
+    }
     Ok(())
 }

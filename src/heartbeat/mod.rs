@@ -35,8 +35,13 @@ use std::time::{Duration, Instant};
 /// At most this many beats are remembered as un-ACKed; more means a zombie
 /// long ago.
 const MAX_OUTSTANDING: usize = 4;
-/// Fraction of an interval without an ACK that makes a zombie.
+/// Fraction of an interval without an ACK that makes a zombie, once the
+/// reader has caught up with everything the gateway sent.
 const ZOMBIE_SILENCE: f64 = 0.9;
+/// Intervals without an ACK that make a zombie even while frames keep
+/// arriving (a peer that floods us but never answers a beat). Twice the
+/// silence rule, less the same 10 % margin: judged at the second deadline.
+const ZOMBIE_SILENCE_BEHIND: f64 = 1.9;
 
 /// One connection's heartbeat schedule and ACK tracking, plus a reference to
 /// the account it writes to.
@@ -46,10 +51,34 @@ pub struct Heartbeat {
     interval: Duration,
     /// Index of the next scheduled beat.
     next: u64,
-    /// Scheduled and sent time of beats not yet acknowledged, oldest first.
-    outstanding: VecDeque<(Instant, Instant)>,
+    /// Beats not yet acknowledged, oldest first.
+    outstanding: VecDeque<Outstanding>,
     last_sent: Option<Instant>,
+    /// Time the reader spent paused on purpose (backpressure) so far, not
+    /// counting a pause still going on.
+    paused_total: Duration,
+    /// When the current pause began.
+    paused_since: Option<Instant>,
     account: Account,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Outstanding {
+    scheduled: Instant,
+    sent: Instant,
+    /// `paused_total` when it was sent.
+    paused_before: Duration,
+}
+
+/// What the reader knows when a verdict is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Everything the gateway sent so far has been read: a missing ACK is
+    /// really missing.
+    CaughtUp,
+    /// Frames are still waiting unread (a burst, or a consumer we are
+    /// waiting for): the ACK may be among them.
+    Behind,
 }
 
 /// The verdict at a deadline.
@@ -57,8 +86,8 @@ pub struct Heartbeat {
 pub enum Verdict {
     /// Send the beat.
     Beat,
-    /// The previous beat was not acknowledged for a whole interval of
-    /// network time: the connection is a zombie.
+    /// The oldest beat was not acknowledged in time: the connection is a
+    /// zombie.
     Zombie,
 }
 
@@ -89,6 +118,8 @@ impl Heartbeat {
             next: 0,
             outstanding: VecDeque::new(),
             last_sent: None,
+            paused_total: Duration::ZERO,
+            paused_since: None,
             account,
         }
     }
@@ -108,19 +139,56 @@ impl Heartbeat {
         self.first + self.interval.saturating_mul(n)
     }
 
-    /// Whether the oldest un-ACKed beat has waited (nearly) a whole interval
-    /// of real time since it was *sent*. A beat that went out late because
-    /// the loop was busy gets its interval of network time: a local stall is
-    /// not network silence. The 10 % margin absorbs timer jitter, so a beat
-    /// sent a hair after its deadline is still judged at the next one.
-    pub fn verdict(&self, now: Instant) -> Verdict {
-        let silence_limit = self.interval.mul_f64(ZOMBIE_SILENCE);
-        match self.outstanding.front() {
-            Some(&(_, sent)) if now.saturating_duration_since(sent) >= silence_limit => {
-                Verdict::Zombie
-            }
-            _ => Verdict::Beat,
+    /// Whether the oldest un-ACKed beat has gone unanswered too long.
+    ///
+    /// Its age is counted from when it was *sent* (a beat that went out late
+    /// because the loop was busy gets its full interval: a local stall is
+    /// not network silence) and leaves out the time the reader was paused
+    /// on purpose (see [`Heartbeat::pause`]): an ACK we chose not to read
+    /// yet is not missing. With everything read ([`Reading::CaughtUp`]) 0.9
+    /// of an interval makes a zombie — the 10 % margin absorbs timer jitter,
+    /// so a beat sent a hair after its deadline is judged at the next one.
+    /// While frames are still arriving faster than we read them
+    /// ([`Reading::Behind`]) the ACK may be among them, so the verdict waits
+    /// for 1.9 intervals: a peer that floods us but never answers is still
+    /// left at the second deadline.
+    pub fn verdict(&self, now: Instant, reading: Reading) -> Verdict {
+        let Some(oldest) = self.outstanding.front() else {
+            return Verdict::Beat;
+        };
+        let paused = self.paused_until(now).saturating_sub(oldest.paused_before);
+        let age = now
+            .saturating_duration_since(oldest.sent)
+            .saturating_sub(paused);
+        let limit = match reading {
+            Reading::CaughtUp => ZOMBIE_SILENCE,
+            Reading::Behind => ZOMBIE_SILENCE_BEHIND,
+        };
+        if age >= self.interval.mul_f64(limit) {
+            Verdict::Zombie
+        } else {
+            Verdict::Beat
         }
+    }
+
+    /// The reader stops reading on purpose (the consumer is behind).
+    pub fn pause(&mut self, now: Instant) {
+        self.paused_since.get_or_insert(now);
+    }
+
+    /// The reader reads again.
+    pub fn resume_reading(&mut self, now: Instant) {
+        if let Some(since) = self.paused_since.take() {
+            self.paused_total += now.saturating_duration_since(since);
+        }
+    }
+
+    /// Total paused time up to `now`, a pause still going on included.
+    fn paused_until(&self, now: Instant) -> Duration {
+        self.paused_total
+            + self
+                .paused_since
+                .map_or(Duration::ZERO, |since| now.saturating_duration_since(since))
     }
 
     /// Records a scheduled beat sent at `now`, advancing the schedule past
@@ -154,15 +222,19 @@ impl Heartbeat {
         if self.outstanding.len() == MAX_OUTSTANDING {
             self.outstanding.pop_front();
         }
-        self.outstanding.push_back((scheduled, now));
+        self.outstanding.push_back(Outstanding {
+            scheduled,
+            sent: now,
+            paused_before: self.paused_until(now),
+        });
         self.last_sent = Some(now);
     }
 
     /// Records an ACK received at `now`; returns the acknowledged beat with
     /// its round-trip time, or `None` for an ACK nothing was waiting for.
     pub fn on_ack(&mut self, now: Instant) -> Option<BeatRecord> {
-        let (scheduled, sent) = self.outstanding.pop_front()?;
-        Some(self.account.record_ack(scheduled, sent, now))
+        let beat = self.outstanding.pop_front()?;
+        Some(self.account.record_ack(beat.scheduled, beat.sent, now))
     }
 
     /// Counts a beat later than the warning threshold.
@@ -228,16 +300,19 @@ mod tests {
         let mut hb = Heartbeat::new(hello, SECOND, 0.0);
         hb.on_sent(hello);
         assert_eq!(
-            hb.verdict(hello + Duration::from_millis(899)),
+            hb.verdict(hello + Duration::from_millis(899), Reading::CaughtUp),
             Verdict::Beat
         );
         assert_eq!(
-            hb.verdict(hello + Duration::from_millis(900)),
+            hb.verdict(hello + Duration::from_millis(900), Reading::CaughtUp),
             Verdict::Zombie
         );
-        assert_eq!(hb.verdict(hello + SECOND), Verdict::Zombie);
+        assert_eq!(
+            hb.verdict(hello + SECOND, Reading::CaughtUp),
+            Verdict::Zombie
+        );
         hb.on_ack(hello + SECOND);
-        assert_eq!(hb.verdict(hello + SECOND), Verdict::Beat);
+        assert_eq!(hb.verdict(hello + SECOND, Reading::CaughtUp), Verdict::Beat);
     }
 
     #[test]
@@ -246,9 +321,47 @@ mod tests {
         let mut hb = Heartbeat::new(hello, SECOND, 0.0);
         // Beat 0 sent 900 ms late (loop stall); beat 1 is due at 1 s.
         hb.on_sent(hello + Duration::from_millis(900));
-        assert_eq!(hb.verdict(hello + SECOND), Verdict::Beat);
+        assert_eq!(hb.verdict(hello + SECOND, Reading::CaughtUp), Verdict::Beat);
         assert_eq!(
-            hb.verdict(hello + Duration::from_millis(1900)),
+            hb.verdict(hello + Duration::from_millis(1900), Reading::CaughtUp),
+            Verdict::Zombie
+        );
+    }
+
+    #[test]
+    fn paused_reading_does_not_count_as_silence() {
+        let hello = Instant::now();
+        let ms = Duration::from_millis;
+        let mut hb = Heartbeat::new(hello, SECOND, 0.0);
+        hb.on_sent(hello);
+        // The consumer was behind from 100 ms to 5.1 s: we did not read.
+        hb.pause(hello + ms(100));
+        assert_eq!(
+            hb.verdict(hello + ms(3000), Reading::CaughtUp),
+            Verdict::Beat
+        );
+        hb.resume_reading(hello + ms(5100));
+        // 100 ms observed before the pause + 799 after: not yet.
+        assert_eq!(
+            hb.verdict(hello + ms(5899), Reading::CaughtUp),
+            Verdict::Beat
+        );
+        assert_eq!(
+            hb.verdict(hello + ms(5900), Reading::CaughtUp),
+            Verdict::Zombie
+        );
+    }
+
+    #[test]
+    fn behind_a_burst_the_verdict_waits_for_the_second_deadline() {
+        let hello = Instant::now();
+        let ms = Duration::from_millis;
+        let mut hb = Heartbeat::new(hello, SECOND, 0.0);
+        hb.on_sent(hello);
+        assert_eq!(hb.verdict(hello + SECOND, Reading::Behind), Verdict::Beat);
+        assert_eq!(hb.verdict(hello + ms(1899), Reading::Behind), Verdict::Beat);
+        assert_eq!(
+            hb.verdict(hello + ms(1900), Reading::Behind),
             Verdict::Zombie
         );
     }

@@ -1,17 +1,29 @@
 //! The shard's connection loop: connect, Hello, Identify/Resume, then race
 //! the heartbeat deadline, incoming frames, queued commands and shutdown.
+//!
+//! Two rules keep the beat punctual under any burst. The loop yields to the
+//! executor after a bounded slice of work ([`SLICE_FRAMES`] frames or
+//! [`SLICE_TIME`]), since a socket with data buffered never makes it wait;
+//! and a dispatch that does not fit the consumer's queue is held while the
+//! socket goes unread (backpressure) — the beat timer, commands and
+//! shutdown are still served, and the time spent not reading is kept out of
+//! the zombie verdict (see [`Heartbeat::verdict`]).
 
 use super::identify_budget::{Pressure, SessionStartLimit};
 use super::ratelimit::CommandLimiter;
+use super::session::checked_resume_url;
 use super::session::{check_seq, SeqCheck, Session};
-use super::{lock, Dispatch, Shard, ShardError, ShardEvent, ShardStatus};
-use crate::heartbeat::{Account, Heartbeat, Verdict};
+use super::{
+    lock, max_message_bytes_for, Dispatch, EventItem, Shard, ShardError, ShardEvent, ShardStatus,
+};
+use crate::heartbeat::{Account, Heartbeat, Reading, Verdict};
 use crate::loopwatch;
 use crate::protocol::{
     CloseAction, CloseCode, Command, ConnectionProperties, Frame, Hello, Identify, OpCode, Ready,
     Resume,
 };
-use crate::transport::{Connection, Incoming, TransportError};
+use crate::rest::USER_AGENT;
+use crate::transport::{Connection, Incoming, Limits, TransportError};
 use async_io::Timer;
 use futures_lite::future;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -20,6 +32,25 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
 /// After this many failed connects to the resume URL, resume via the base URL.
 const RESUME_URL_ATTEMPTS: u32 = 2;
+/// Frames handled before the loop yields to the executor. A frame costs a
+/// few µs to decode, so a slice is well under a millisecond.
+const SLICE_FRAMES: u32 = 64;
+/// Time spent on frames before the loop yields, whatever their count (a few
+/// large ones).
+const SLICE_TIME: Duration = Duration::from_millis(2);
+/// Hello intervals accepted. Discord sends 41 250 ms. Below 100 ms a
+/// gateway would have us beat over ten times a second; above five minutes a
+/// dead connection would go unnoticed for that long. Outside, the Hello is
+/// refused and the connection made again.
+const HELLO_INTERVAL: std::ops::RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(300);
+/// Largest forward jump of a dispatch's `s` believed. Discord numbers a
+/// session's dispatches one by one; a jump this large is a broken or hostile
+/// gateway, and obeying it would make every later dispatch look like a
+/// replay (dropped) until the next READY.
+const MAX_SEQ_JUMP: u64 = 1 << 20;
+/// Waits at least this long are logged at info level, with the reason.
+const LOUD_WAIT: Duration = Duration::from_secs(1);
 
 /// How a connection ended.
 #[derive(Debug)]
@@ -41,6 +72,11 @@ pub(super) struct Driver {
     remote_limit: Option<SessionStartLimit>,
     resume_url_failures: u32,
     last_seq: Option<u64>,
+    /// Bound on one send on the current connection.
+    send_bound: Duration,
+    /// A send timed out: the peer stopped reading, so skip the close
+    /// handshake.
+    abandon: bool,
 }
 
 fn unix_ms() -> u64 {
@@ -60,6 +96,8 @@ impl Driver {
             remote_limit: None,
             resume_url_failures: 0,
             last_seq,
+            send_bound: Duration::from_secs(10),
+            abandon: false,
         }
     }
 
@@ -67,9 +105,9 @@ impl Driver {
         lock(&self.shard.status)
     }
 
-    fn emit(&self, event: ShardEvent) {
-        // A consumer that went away does not stop the shard.
-        let _ = self.shard.events.try_send(Ok(event));
+    /// Reports a heartbeat or a disconnect (outside the dispatch budget).
+    fn notify(&self, event: ShardEvent) {
+        self.shard.events.push_notice(Ok(event));
     }
 
     fn session(&self) -> Option<Session> {
@@ -115,21 +153,33 @@ impl Driver {
                 _ => self.gateway_url().await,
             };
             let config = &self.shard.config;
-            let connection =
-                match Connection::connect(&url, config.compress, config.connect_timeout).await {
-                    Ok(connection) => connection,
-                    Err(err) => {
-                        if session.is_some() {
-                            self.resume_url_failures += 1;
-                        }
-                        wait = self.shard.config.backoff.next_delay();
-                        log::warn!("{err}; retrying in {:.1} s", wait.as_secs_f64());
-                        continue;
+            let limits = Limits::message(
+                config
+                    .max_message_bytes
+                    .unwrap_or_else(|| max_message_bytes_for(config.intents)),
+            );
+            let connected = Connection::connect(
+                &url,
+                config.compress,
+                config.connect_timeout,
+                limits,
+                USER_AGENT,
+            )
+            .await;
+            let connection = match connected {
+                Ok(connection) => connection,
+                Err(err) => {
+                    if session.is_some() {
+                        self.resume_url_failures += 1;
                     }
-                };
+                    wait = self.shard.config.backoff.next_delay();
+                    log::warn!("{err}; retrying in {:.1} s", wait.as_secs_f64());
+                    continue;
+                }
+            };
             self.resume_url_failures = 0;
             let started = Instant::now();
-            let (outcome, healthy_since) = self.run_connection(connection, session).await;
+            let (outcome, healthy_since) = self.run_connection(connection, session, &url).await;
             self.status().connected = false;
             self.shard
                 .config
@@ -144,11 +194,21 @@ impl Driver {
                 Outcome::Fatal(code) => {
                     let error = ShardError::fatal(code);
                     log::error!("{error}");
-                    let _ = self.shard.events.try_send(Err(error.clone()));
+                    self.shard.events.push_notice(Err(error.clone()));
                     return Err(error);
                 }
                 Outcome::Resume { immediate: true } => Duration::ZERO,
-                Outcome::Resume { immediate: false } => self.shard.config.backoff.next_delay(),
+                Outcome::Resume { immediate: false } => {
+                    let wait = self.shard.config.backoff.next_delay();
+                    if wait >= LOUD_WAIT {
+                        log::info!(
+                            "reconnecting in {:.1} s (backoff after {} connection failure(s) in a row)",
+                            wait.as_secs_f64(),
+                            self.shard.config.backoff.attempts()
+                        );
+                    }
+                    wait
+                }
                 Outcome::Reidentify { wait } => {
                     self.set_session(None);
                     self.last_seq = None;
@@ -217,15 +277,33 @@ impl Driver {
         &mut self,
         mut connection: Connection,
         session: Option<Session>,
+        url: &str,
     ) -> (Outcome, Option<Instant>) {
         let mut live = Live {
             healthy_since: None,
             resuming: session.is_some(),
             replayed: 0,
+            url: url.to_owned(),
+            held: None,
+            slice: Slice::new(),
         };
+        self.abandon = false;
         let outcome = self.drive(&mut connection, session, &mut live).await;
+        if let Some((Ok(ShardEvent::Dispatch(dispatch)), bytes)) = live.held.take() {
+            // Already counted as delivered (its seq is our resume point):
+            // hand it over before anything of the next connection.
+            self.shard.events.room_for(bytes).await;
+            let _ = self
+                .shard
+                .events
+                .try_push(Ok(ShardEvent::Dispatch(dispatch)), bytes);
+        }
         // Every close is resumable (4000): 1000/1001 would end the session.
-        let close_timeout = self.shard.config.close_timeout;
+        let close_timeout = if self.abandon {
+            Duration::ZERO
+        } else {
+            self.shard.config.close_timeout
+        };
         connection.close(CloseCode::RESUME.0, close_timeout).await;
         (outcome, live.healthy_since)
     }
@@ -253,13 +331,24 @@ impl Driver {
             match self.pre_hello(message) {
                 Ok(Some(hello)) => {
                     hello_at = Instant::now();
-                    interval = Duration::from_millis(hello.heartbeat_interval.max(1));
+                    interval = Duration::from_millis(hello.heartbeat_interval);
                     break;
                 }
-                Ok(None) => continue,
+                Ok(None) => live.slice.yield_if_spent().await,
                 Err(outcome) => return outcome,
             }
         }
+        if !HELLO_INTERVAL.contains(&interval) {
+            log::error!(
+                "the gateway's Hello asks for a heartbeat every {} ms; refusing it (accepted: {}..={} ms) and reconnecting",
+                interval.as_millis(),
+                HELLO_INTERVAL.start().as_millis(),
+                HELLO_INTERVAL.end().as_millis()
+            );
+            self.status().malformed_frames += 1;
+            return Outcome::Resume { immediate: false };
+        }
+        self.send_bound = self.shard.config.send_timeout.min(interval);
         // Everything per-connection starts fresh here: ACK state, schedule,
         // limiter (the inflater is the connection's own).
         let account = std::mem::take(&mut self.account);
@@ -270,6 +359,9 @@ impl Driver {
         let outcome = self
             .converse(connection, session, live, &mut heartbeat, &mut limiter)
             .await;
+        if self.abandon {
+            heartbeat.on_zombie();
+        }
         self.account = heartbeat.into_account();
         self.status().heartbeat = self.account.clone();
         outcome
@@ -308,6 +400,7 @@ impl Driver {
     ) -> Result<Option<Frame>, Outcome> {
         let text = match message {
             Ok(Incoming::Text(text)) => text,
+            Ok(Incoming::Control) => return Ok(None),
             other => return Err(self.connection_lost(other)),
         };
         match Frame::decode(text.as_bytes()) {
@@ -324,17 +417,40 @@ impl Driver {
         log::warn!("skipping a gateway frame: {detail}");
     }
 
+    /// Sends one frame, within [`Driver::send_bound`]: a gateway that
+    /// stopped reading fills the socket and the send never finishes, which
+    /// makes the connection a zombie even if it keeps sending to us.
     async fn send_now(
-        &self,
+        &mut self,
         connection: &mut Connection,
         limiter: &mut CommandLimiter,
         json: String,
     ) -> Result<(), Outcome> {
         limiter.record(Instant::now());
-        connection.send(json).await.map_err(|err| {
-            log::warn!("{err}");
-            Outcome::Resume { immediate: false }
+        let bound = self.send_bound;
+        let sent = future::or(async { Some(connection.send(json).await) }, async {
+            Timer::after(bound).await;
+            None
         })
+        .await;
+        match sent {
+            Some(Ok(())) => Ok(()),
+            Some(Err(err)) => {
+                log::warn!("{err}; reconnecting");
+                Err(Outcome::Resume { immediate: false })
+            }
+            None => {
+                self.abandon = true;
+                log::warn!(
+                    "a send to the gateway did not finish within {:.1} s: it stopped reading; leaving the connection as a zombie and reconnecting to resume",
+                    bound.as_secs_f64()
+                );
+                self.notify(ShardEvent::Disconnected {
+                    reason: "the gateway stopped reading (a send timed out)".into(),
+                });
+                Err(Outcome::Resume { immediate: false })
+            }
+        }
     }
 
     async fn converse(
@@ -397,7 +513,19 @@ impl Driver {
                     (&mut beat_timer).await;
                     Wake::Beat
                 };
-                let frame = async { Wake::Frame(connection.next_message().await) };
+                // Read the socket, or — while a dispatch waits for room in
+                // the consumer's queue — wait for room and read nothing.
+                let held_bytes = live.held.as_ref().map(|(_, bytes)| *bytes);
+                let events = &self.shard.events;
+                let input = async {
+                    match held_bytes {
+                        Some(bytes) => {
+                            events.room_for(bytes).await;
+                            Wake::Room
+                        }
+                        None => Wake::Frame(connection.next_message().await),
+                    }
+                };
                 let command = async {
                     if commands_open {
                         match self.shard.commands.recv().await {
@@ -414,13 +542,20 @@ impl Driver {
                     Wake::Shutdown
                 };
                 // Order matters on simultaneous readiness: the beat first.
-                future::or(beat, future::or(frame, future::or(command, shutdown))).await
+                future::or(beat, future::or(input, future::or(command, shutdown))).await
             };
             let result = match wake {
                 Wake::Beat => self.beat(connection, heartbeat, limiter, live).await,
+                Wake::Room => {
+                    self.release_held(live, heartbeat);
+                    Ok(())
+                }
                 Wake::Frame(message) => {
-                    self.on_message(message, connection, heartbeat, limiter, live)
-                        .await
+                    let handled = self
+                        .on_message(message, connection, heartbeat, limiter, live)
+                        .await;
+                    live.slice.yield_if_spent().await;
+                    handled
                 }
                 Wake::Command(json) => self.send_now(connection, limiter, json).await,
                 Wake::CommandSlot => Ok(()),
@@ -432,8 +567,59 @@ impl Driver {
         }
     }
 
-    /// A heartbeat deadline: first read whatever already arrived (an ACK may
-    /// sit unread after a local stall), then judge, then beat.
+    /// Hands the held dispatch over now that there is room, and reads again.
+    fn release_held(&self, live: &mut Live, heartbeat: &mut Heartbeat) {
+        if let Some((item, bytes)) = live.held.take() {
+            if let Err(item) = self.shard.events.try_push(item, bytes) {
+                // Another producer cannot exist; keep it for the next round.
+                live.held = Some((item, bytes));
+                return;
+            }
+        }
+        heartbeat.resume_reading(Instant::now());
+    }
+
+    /// A dispatch for the consumer: queued, or held (and the socket left
+    /// unread) until the consumer makes room.
+    fn deliver(&self, dispatch: Dispatch, live: &mut Live, heartbeat: &mut Heartbeat) {
+        let bytes = dispatch.raw_data().len();
+        if let Err(item) = self
+            .shard
+            .events
+            .try_push(Ok(ShardEvent::Dispatch(dispatch)), bytes)
+        {
+            live.held = Some((item, bytes));
+            heartbeat.pause(Instant::now());
+        }
+    }
+
+    /// Reads what already arrived, up to one slice of work: an ACK may sit
+    /// unread behind other frames after a local stall. Says whether it read
+    /// everything there was.
+    async fn catch_up(
+        &mut self,
+        connection: &mut Connection,
+        heartbeat: &mut Heartbeat,
+        limiter: &mut CommandLimiter,
+        live: &mut Live,
+    ) -> Result<Reading, Outcome> {
+        for _ in 0..SLICE_FRAMES {
+            if live.held.is_some() {
+                return Ok(Reading::Behind);
+            }
+            match future::poll_once(connection.next_message()).await {
+                None => return Ok(Reading::CaughtUp),
+                Some(message) => {
+                    self.on_message(message, connection, heartbeat, limiter, live)
+                        .await?
+                }
+            }
+        }
+        Ok(Reading::Behind)
+    }
+
+    /// A heartbeat deadline: first catch up with what already arrived, then
+    /// judge, then beat.
     async fn beat(
         &mut self,
         connection: &mut Connection,
@@ -441,17 +627,22 @@ impl Driver {
         limiter: &mut CommandLimiter,
         live: &mut Live,
     ) -> Result<(), Outcome> {
-        while let Some(message) = future::poll_once(connection.next_message()).await {
-            self.on_message(message, connection, heartbeat, limiter, live)
-                .await?;
-        }
+        let reading = self.catch_up(connection, heartbeat, limiter, live).await?;
         let now = Instant::now();
-        if heartbeat.verdict(now) == Verdict::Zombie {
+        if heartbeat.verdict(now, reading) == Verdict::Zombie {
             heartbeat.on_zombie();
-            log::warn!(
-                "no heartbeat ACK for {:.1} s (one interval): the connection is a zombie; reconnecting to resume",
-                heartbeat.interval().as_secs_f64()
-            );
+            let interval = heartbeat.interval().as_secs_f64();
+            let reason = match reading {
+                Reading::CaughtUp => format!(
+                    "no heartbeat ACK for {interval:.1} s (one interval): the connection is a zombie"
+                ),
+                Reading::Behind => format!(
+                    "no heartbeat ACK for {:.1} s (two intervals) while the gateway kept sending: it is not answering us",
+                    interval * 2.0
+                ),
+            };
+            log::warn!("{reason}; reconnecting to resume");
+            self.notify(ShardEvent::Disconnected { reason });
             return Err(Outcome::Resume { immediate: false });
         }
         let json = Command::Heartbeat(self.last_seq)
@@ -494,15 +685,23 @@ impl Driver {
         limiter: &mut CommandLimiter,
         live: &mut Live,
     ) -> Result<(), Outcome> {
+        live.slice.count();
         let Some(frame) = self.frame_of(message)? else {
             return Ok(());
         };
         match frame.opcode() {
-            Some(OpCode::Dispatch) => self.on_dispatch(frame, connection, limiter, live).await,
+            Some(OpCode::Dispatch) => {
+                self.on_dispatch(frame, connection, limiter, live, heartbeat)
+                    .await
+            }
             Some(OpCode::HeartbeatAck) => {
                 if let Some(record) = heartbeat.on_ack(Instant::now()) {
-                    self.status().last_ack = Some(SystemTime::now());
-                    self.emit(ShardEvent::Heartbeat(record));
+                    {
+                        let mut status = self.status();
+                        status.last_ack = Some(SystemTime::now());
+                        status.heartbeat = heartbeat.account().clone();
+                    }
+                    self.notify(ShardEvent::Heartbeat(record));
                 } else {
                     log::debug!("heartbeat ACK with no beat outstanding");
                 }
@@ -553,16 +752,24 @@ impl Driver {
         connection: &mut Connection,
         limiter: &mut CommandLimiter,
         live: &mut Live,
+        heartbeat: &mut Heartbeat,
     ) -> Result<(), Outcome> {
         let name = frame.event_name().unwrap_or_default().to_owned();
         let Some(seq) = frame.sequence() else {
             self.malformed(&format!("dispatch {name} without a sequence number"));
             return Ok(());
         };
-        if name == "READY" {
-            // A new session numbers its events from the start again.
-            self.last_seq = None;
+        // A new session numbers its events from the start again.
+        let last = if name == "READY" { None } else { self.last_seq };
+        if seq > last.unwrap_or(0).saturating_add(MAX_SEQ_JUMP) {
+            self.status().malformed_frames += 1;
+            log::error!(
+                "the gateway sent {name} with sequence number {seq} after {}: refusing a jump of more than {MAX_SEQ_JUMP}; reconnecting",
+                last.map_or("none".to_owned(), |l| l.to_string())
+            );
+            return Err(Outcome::Resume { immediate: false });
         }
+        self.last_seq = last;
         match check_seq(self.last_seq, seq) {
             SeqCheck::Duplicate => {
                 self.status().duplicates_dropped += 1;
@@ -595,7 +802,7 @@ impl Driver {
                 }
             }
         }
-        self.emit(ShardEvent::Dispatch(Dispatch { name, seq, frame }));
+        self.deliver(Dispatch { name, seq, frame }, live, heartbeat);
         Ok(())
     }
 
@@ -617,12 +824,20 @@ impl Driver {
             }
         };
         self.account.reset_session();
+        let resume_url =
+            checked_resume_url(&ready.resume_gateway_url, &live.url).unwrap_or_else(|reason| {
+                log::warn!(
+                    "ignoring READY's resume_gateway_url ({reason}); resuming through {} instead",
+                    live.url
+                );
+                live.url.clone()
+            });
         let number = {
             let mut status = self.status();
             status.state.session = Some(Session {
                 session_id: ready.session_id.clone(),
                 seq,
-                resume_gateway_url: ready.resume_gateway_url.clone(),
+                resume_gateway_url: resume_url,
             });
             status.sessions_started += 1;
             status.connected = true;
@@ -667,7 +882,7 @@ impl Driver {
     /// Explicit `online` presence after READY/RESUMED, so recovery is
     /// visible at once.
     async fn set_online(
-        &self,
+        &mut self,
         connection: &mut Connection,
         limiter: &mut CommandLimiter,
     ) -> Result<(), Outcome> {
@@ -699,8 +914,8 @@ impl Driver {
                 reason = "connection dropped without a close frame".to_owned();
                 Outcome::Resume { immediate: false }
             }
-            Ok(Incoming::Text(_)) => {
-                reason = "unexpected text".to_owned();
+            Ok(Incoming::Text(_) | Incoming::Control) => {
+                reason = "unexpected frame".to_owned();
                 Outcome::Resume { immediate: false }
             }
             Err(err) => {
@@ -710,7 +925,7 @@ impl Driver {
         };
         if !matches!(outcome, Outcome::Fatal(_)) {
             log::warn!("{reason}; reconnecting");
-            self.emit(ShardEvent::Disconnected { reason });
+            self.notify(ShardEvent::Disconnected { reason });
         }
         outcome
     }
@@ -721,10 +936,48 @@ struct Live {
     healthy_since: Option<Instant>,
     resuming: bool,
     replayed: u64,
+    /// The URL this connection was made to (without query).
+    url: String,
+    /// A dispatch waiting for room in the consumer's queue, and its size.
+    held: Option<(EventItem, usize)>,
+    slice: Slice,
+}
+
+/// Work done since the loop last yielded to the executor.
+struct Slice {
+    frames: u32,
+    started: Instant,
+}
+
+impl Slice {
+    fn new() -> Slice {
+        Slice {
+            frames: 0,
+            started: Instant::now(),
+        }
+    }
+
+    fn count(&mut self) {
+        if self.frames == 0 {
+            self.started = Instant::now();
+        }
+        self.frames += 1;
+    }
+
+    /// Yields to the executor once a slice of work is done, so that other
+    /// tasks (and our own timers) run between slices of a burst.
+    async fn yield_if_spent(&mut self) {
+        if self.frames >= SLICE_FRAMES || (self.frames > 0 && self.started.elapsed() >= SLICE_TIME)
+        {
+            self.frames = 0;
+            future::yield_now().await;
+        }
+    }
 }
 
 enum Wake {
     Beat,
+    Room,
     Frame(Result<Incoming, TransportError>),
     Command(String),
     CommandSlot,

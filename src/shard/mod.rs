@@ -23,11 +23,13 @@
 pub mod backoff;
 mod driver;
 pub mod identify_budget;
+mod queue;
 pub mod ratelimit;
 pub mod session;
 
 pub use backoff::Backoff;
 pub use identify_budget::{IdentifyBudget, SessionStartLimit};
+pub use queue::QueueLimits;
 pub use session::{Session, SessionState};
 
 use crate::heartbeat::{Account, BeatRecord};
@@ -91,6 +93,40 @@ pub struct ShardConfig {
     pub close_timeout: Duration,
     /// Random wait before identifying after op 9 `false` (Discord: 1-5 s).
     pub invalid_session_wait: (Duration, Duration),
+    /// How many dispatches may wait for the consumer; beyond that the shard
+    /// stops reading the socket until there is room (backpressure).
+    pub queue: QueueLimits,
+    /// Largest gateway message accepted; `None` picks by intents
+    /// ([`max_message_bytes_for`]).
+    pub max_message_bytes: Option<usize>,
+    /// Bound on one send (a heartbeat, a command). A send that takes longer
+    /// means the gateway stopped reading: the connection is left as a
+    /// zombie. Capped at the heartbeat interval.
+    pub send_timeout: Duration,
+}
+
+/// The default message cap for `intents`.
+///
+/// Without guild state (GUILDS, GUILD_MEMBERS, GUILD_PRESENCES) the largest
+/// things Discord sends are READY (at most 2 500 unavailable-guild stubs of
+/// ~40 bytes per shard: ~100 KiB) and MESSAGE_CREATE (2 000–4 000 chars of
+/// content, 6 000 of embeds, attachments, components and a referenced
+/// message: tens of KiB), so 1 MiB is ten times what a DM bridge sees. With
+/// guild state a GUILD_CREATE carries every channel, role, emoji, thread,
+/// voice state and (up to `large_threshold`) member and presence of a
+/// guild: megabytes for large guilds, hence 16 MiB (tungstenite's own frame
+/// default).
+pub fn max_message_bytes_for(intents: Intents) -> usize {
+    let guild_state = [
+        Intents::GUILDS,
+        Intents::GUILD_MEMBERS,
+        Intents::GUILD_PRESENCES,
+    ];
+    if guild_state.iter().any(|&i| intents.contains(i)) {
+        16 << 20
+    } else {
+        1 << 20
+    }
 }
 
 impl ShardConfig {
@@ -112,6 +148,9 @@ impl ShardConfig {
             hello_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(1),
             invalid_session_wait: (Duration::from_secs(1), Duration::from_secs(5)),
+            queue: QueueLimits::default(),
+            max_message_bytes: None,
+            send_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -242,7 +281,7 @@ type EventItem = Result<ShardEvent, ShardError>;
 /// The consumer's side of a shard.
 #[derive(Clone)]
 pub struct ShardHandle {
-    events: Receiver<EventItem>,
+    events: queue::Consumer,
     commands: Sender<(Command, String)>,
     shutdown: Sender<()>,
     status: Arc<Mutex<ShardStatus>>,
@@ -252,7 +291,13 @@ impl ShardHandle {
     /// The next event. `Err(ShardError::Fatal)` once if the gateway refused
     /// us for good; `Err(ShardError::Stopped)` after the driver ended.
     pub async fn next_event(&self) -> Result<ShardEvent, ShardError> {
-        self.events.recv().await.unwrap_or(Err(ShardError::Stopped))
+        self.events.recv().await
+    }
+
+    /// Dispatches waiting for [`ShardHandle::next_event`] right now (at most
+    /// [`ShardConfig::queue`]'s `max_events`).
+    pub fn queued_events(&self) -> usize {
+        self.events.queued()
     }
 
     /// Queues a gateway command. Refuses one over 4096 bytes at once. It is
@@ -287,7 +332,7 @@ fn lock(status: &Mutex<ShardStatus>) -> MutexGuard<'_, ShardStatus> {
 /// The driver of one gateway session. Run it with [`Shard::run`].
 pub struct Shard {
     config: ShardConfig,
-    events: Sender<EventItem>,
+    events: queue::Producer,
     commands: Receiver<(Command, String)>,
     shutdown: Receiver<()>,
     status: Arc<Mutex<ShardStatus>>,
@@ -296,7 +341,7 @@ pub struct Shard {
 impl Shard {
     /// A driver and its handle.
     pub fn new(config: ShardConfig) -> (Shard, ShardHandle) {
-        let (event_tx, event_rx) = channel::unbounded();
+        let (event_tx, event_rx) = queue::queue(config.queue);
         let (command_tx, command_rx) = channel::bounded(64);
         let (shutdown_tx, shutdown_rx) = channel::bounded(1);
         let status = Arc::new(Mutex::new(ShardStatus {

@@ -41,6 +41,48 @@ pub enum SeqCheck {
     },
 }
 
+/// Longest `resume_gateway_url` believed (Discord's are about 40 bytes).
+const MAX_RESUME_URL_BYTES: usize = 512;
+
+/// Checks READY's `resume_gateway_url` before it is stored and tried:
+/// `wss://` with a host, or `ws://` only when the session itself began on
+/// `ws://` (a `ws://` resume URL after a `wss://` session would send the
+/// token in clear text), of sane length, with nothing but printable ASCII.
+/// `connected` is the URL the session began on. The error says why.
+pub fn checked_resume_url(candidate: &str, connected: &str) -> Result<String, String> {
+    if candidate.len() > MAX_RESUME_URL_BYTES {
+        return Err(format!(
+            "{} bytes long, more than {MAX_RESUME_URL_BYTES}",
+            candidate.len()
+        ));
+    }
+    if !candidate.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("it holds spaces, control or non-ASCII characters".into());
+    }
+    let rest = if let Some(rest) = candidate.strip_prefix("wss://") {
+        rest
+    } else if let Some(rest) = candidate.strip_prefix("ws://") {
+        if !connected.starts_with("ws://") {
+            return Err(
+                "`ws://` after a session that began on `wss://` would send the token in clear text"
+                    .into(),
+            );
+        }
+        rest
+    } else {
+        return Err(format!("`{}` is not a `wss://` URL", excerpt(candidate)));
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.contains('@') {
+        return Err(format!("`{}` names no host", excerpt(candidate)));
+    }
+    Ok(candidate.to_owned())
+}
+
+fn excerpt(text: &str) -> &str {
+    &text[..text.len().min(64)]
+}
+
 /// Checks a dispatch's `s` against the last one delivered.
 pub fn check_seq(last: Option<u64>, seq: u64) -> SeqCheck {
     match last {
@@ -61,6 +103,32 @@ mod tests {
         assert_eq!(check_seq(Some(5), 5), SeqCheck::Duplicate);
         assert_eq!(check_seq(Some(5), 3), SeqCheck::Duplicate);
         assert_eq!(check_seq(Some(5), 8), SeqCheck::Gap { after: 5 });
+    }
+
+    #[test]
+    fn resume_urls_are_checked() {
+        let tls = "wss://gateway.discord.gg";
+        let plain = "ws://127.0.0.1:9000";
+        assert!(checked_resume_url("wss://gateway-us-east1-c.discord.gg", tls).is_ok());
+        assert!(checked_resume_url("ws://127.0.0.1:9000/resume", plain).is_ok());
+        assert!(checked_resume_url("wss://127.0.0.1:9000/resume", plain).is_ok());
+        let refused = [
+            ("ws://gateway.discord.gg", tls, "clear text"),
+            ("http://gateway.discord.gg", tls, "not a `wss://`"),
+            ("file:///etc/passwd", tls, "not a `wss://`"),
+            ("wss://", tls, "no host"),
+            ("wss:///path", tls, "no host"),
+            ("wss://user@evil", tls, "no host"),
+            ("wss://a b", tls, "spaces"),
+        ];
+        for (url, connected, why) in refused {
+            let err = checked_resume_url(url, connected).unwrap_err();
+            assert!(err.contains(why), "{url}: {err}");
+        }
+        let long = format!("wss://{}", "a".repeat(10_000));
+        assert!(checked_resume_url(&long, tls)
+            .unwrap_err()
+            .contains("10006 bytes"));
     }
 
     #[test]

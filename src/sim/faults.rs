@@ -35,7 +35,31 @@ pub enum Fault {
     Oversized,
     /// Hold back every later server frame by this long (zero clears it).
     Delay(Duration),
+    /// Send this many DMs (MESSAGE_CREATE from the user "flooder") as fast
+    /// as the socket takes them. Each is numbered and kept for replay like
+    /// any dispatch, but made only when the socket has room, so a flood of
+    /// millions costs the simulator no memory. Dispatches injected while a
+    /// flood is under way are sent after it (their `s` then looks old to
+    /// the client): wait for the flood to end first.
+    Flood(u64),
+    /// Send this text frame as it is (a frame the simulator would never
+    /// make: an absurd `s`, a field of the wrong type, ...).
+    Raw(String),
+    /// Send this many WebSocket pings as fast as the socket takes them
+    /// (with [`Fault::Stall`]: a peer that floods us and stops reading).
+    PingFlood(u64),
+    /// Send one text message of `total` bytes in WebSocket fragments of
+    /// `fragment` bytes (a client must refuse it at its size limit).
+    Fragmented {
+        /// The message's size.
+        total: usize,
+        /// Bytes per fragment.
+        fragment: usize,
+    },
 }
+
+/// The user id the [`Fault::Flood`] messages come from.
+pub const FLOOD_USER_ID: u64 = 990_000_000_000_000_001;
 
 /// What a faulty REST answer looks like.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,10 +159,25 @@ impl Fault {
             "malformed" => Fault::Malformed,
             "oversized" => Fault::Oversized,
             "delay" => Fault::Delay(millis(body)?),
+            "flood" => Fault::Flood(uint(body, "n")?),
+            "ping_flood" => Fault::PingFlood(uint(body, "n")?),
+            "raw" => Fault::Raw(
+                field(body, "text")?
+                    .as_str()
+                    .ok_or("field `text` must be a string")?
+                    .to_owned(),
+            ),
+            "fragmented" => Fault::Fragmented {
+                total: usize::try_from(uint(body, "total")?).map_err(|_| "`total` is too large")?,
+                fragment: usize::try_from(uint(body, "fragment")?)
+                    .ok()
+                    .filter(|&f| f > 0)
+                    .ok_or("`fragment` must be a positive size")?,
+            },
             other => {
                 return Err(format!(
                     "unknown fault kind `{other}` (expected drop_acks, close, drop_tcp, reconnect, \
-                     invalid_session, request_heartbeat, stall, malformed, oversized or delay)"
+                     invalid_session, request_heartbeat, stall, malformed, oversized, delay, flood, ping_flood, raw or fragmented)"
                 ))
             }
         })

@@ -142,6 +142,7 @@ async fn run(
         state.stats.open(id, &request.path, &request.query, now);
         if let Some(stats) = state.stats.conn(id) {
             stats.compression = params.zlib_stream.then(|| "zlib-stream".to_owned());
+            stats.user_agent = request.header("user-agent").map(str::to_owned);
         }
         state.emit(SimEvent::Connected {
             conn: id,
@@ -174,8 +175,9 @@ async fn run(
         None => reader.hello(interval),
     }
     let zlib = params.zlib_stream.then(ZlibStream::new);
+    let shared = reader.shared.clone();
     let writer = async {
-        write_frames(sender, out_rx, zlib).await;
+        write_frames(&shared, sender, out_rx, zlib).await;
         pending::<()>().await
     };
     or(reader.read_loop(receiver, cmd_rx), writer).await;
@@ -190,32 +192,78 @@ async fn wait_until(at: Instant) {
 
 /// Sends queued frames in order until a close frame or a send error.
 async fn write_frames(
+    shared: &Shared,
     mut sender: WebSocketSender<SimStream>,
     queue: async_channel::Receiver<Out>,
     mut zlib: Option<ZlibStream>,
 ) {
     let mut payload_compression = false;
-    while let Ok(item) = queue.recv().await {
-        match item {
-            Out::Text { text, not_before } => {
-                wait_until(not_before).await;
-                let message = match zlib.as_mut() {
-                    Some(stream) => Message::binary(stream.compress(text.as_bytes())),
-                    None if payload_compression => {
-                        Message::binary(compress_payload(text.as_bytes()))
+    let mut encode = |text: String, payload_compression: bool| match zlib.as_mut() {
+        Some(stream) => Message::binary(stream.compress(text.as_bytes())),
+        None if payload_compression => Message::binary(compress_payload(text.as_bytes())),
+        None => Message::text(text),
+    };
+    // A flood in progress: its frames are made one at a time, and anything
+    // queued meanwhile (ACKs, other dispatches) goes first, as a real
+    // gateway interleaves them.
+    let mut burst: Option<Burst> = None;
+    let mut sent_in_burst = 0u64;
+    loop {
+        let item = match &burst {
+            Some(_) => match queue.try_recv() {
+                Ok(item) => Some(item),
+                Err(async_channel::TryRecvError::Empty) => None,
+                Err(async_channel::TryRecvError::Closed) => return,
+            },
+            None => match queue.recv().await {
+                Ok(item) => Some(item),
+                Err(_) => return,
+            },
+        };
+        let message = match item {
+            None => {
+                sent_in_burst += 1;
+                if sent_in_burst % 64 == 0 {
+                    // Let this connection's reader (heartbeats) and other
+                    // connections run between slices.
+                    futures_lite::future::yield_now().await;
+                }
+                match burst.as_mut().and_then(|b| b.next(shared)) {
+                    Some(Ok(text)) => encode(text, payload_compression),
+                    Some(Err(message)) => message,
+                    None => {
+                        burst = None;
+                        continue;
                     }
-                    None => Message::text(text),
-                };
-                if let Err(err) = sender.send(message).await {
-                    log::debug!("sim: send failed: {err}");
-                    return;
                 }
             }
-            Out::Close {
+            Some(Out::Text { text, not_before }) => {
+                wait_until(not_before).await;
+                encode(text, payload_compression)
+            }
+            Some(Out::Flood { session_id, count }) => {
+                burst = Some(Burst::Dispatches {
+                    session_id,
+                    next: 0,
+                    count,
+                });
+                continue;
+            }
+            Some(Out::Pings(count)) => {
+                burst = Some(Burst::Pings(count));
+                continue;
+            }
+            Some(Out::Fragmented { total, fragment }) => {
+                if send_fragmented(&mut sender, total, fragment).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Some(Out::Close {
                 code,
                 reason,
                 not_before,
-            } => {
+            }) => {
                 wait_until(not_before).await;
                 let frame = CloseFrame {
                     code: code.into(),
@@ -226,9 +274,77 @@ async fn write_frames(
                 }
                 return;
             }
-            Out::PayloadCompression(on) => payload_compression = on,
+            Some(Out::PayloadCompression(on)) => {
+                payload_compression = on;
+                continue;
+            }
+        };
+        if let Err(err) = sender.send(message).await {
+            log::debug!("sim: send failed: {err}");
+            return;
         }
     }
+}
+
+/// A flood being sent (`Fault::Flood`, `Fault::PingFlood`).
+enum Burst {
+    Dispatches {
+        session_id: String,
+        next: u64,
+        count: u64,
+    },
+    Pings(u64),
+}
+
+impl Burst {
+    /// The next frame: dispatch text (`Ok`) or a ready message (`Err`);
+    /// `None` when the burst is over.
+    fn next(&mut self, shared: &Shared) -> Option<Result<String, Message>> {
+        match self {
+            Burst::Dispatches {
+                session_id,
+                next,
+                count,
+            } => {
+                if next == count {
+                    log::info!("sim: flood of {count} dispatches sent");
+                    return None;
+                }
+                *next += 1;
+                shared.lock().flood_frame(session_id, *next - 1).map(Ok)
+            }
+            Burst::Pings(0) => None,
+            Burst::Pings(left) => {
+                *left -= 1;
+                Some(Err(Message::Ping(Vec::from(b"sim".as_slice()).into())))
+            }
+        }
+    }
+}
+
+/// Sends one text message of `total` bytes in fragments of `fragment`
+/// bytes, made one at a time.
+async fn send_fragmented(
+    sender: &mut WebSocketSender<SimStream>,
+    total: usize,
+    fragment: usize,
+) -> Result<(), WsError> {
+    use async_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode as WsOpCode};
+    use async_tungstenite::tungstenite::protocol::frame::Frame as WsFrame;
+    let mut sent = 0;
+    while sent < total {
+        let len = fragment.min(total - sent);
+        let opcode = if sent == 0 {
+            Data::Text
+        } else {
+            Data::Continue
+        };
+        let last = sent + len == total;
+        let frame = WsFrame::message(vec![b'x'; len], WsOpCode::Data(opcode), last);
+        sender.send(Message::Frame(frame)).await?;
+        sent += len;
+    }
+    Ok(())
 }
 
 /// A websocket close reason may hold at most 123 bytes.
@@ -269,6 +385,12 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    fn queue_out(&self, out: Out) {
+        if let Some(entry) = self.shared.lock().conns.get(&self.id) {
+            let _ = entry.out.try_send(out);
+        }
+    }
+
     /// Queues a frame (the connection's delay applies).
     pub(crate) fn send(&self, text: String) {
         if let Some(entry) = self.shared.lock().conns.get(&self.id) {
@@ -497,6 +619,18 @@ impl Reader {
             }
             // Applied to the connection entry by `Shared::fault`.
             Fault::Delay(_) => {}
+            Fault::PingFlood(count) => self.queue_out(Out::Pings(count)),
+            Fault::Raw(text) => self.send(text),
+            Fault::Fragmented { total, fragment } => {
+                self.queue_out(Out::Fragmented { total, fragment })
+            }
+            Fault::Flood(count) => {
+                let Some(session_id) = self.session.clone() else {
+                    log::info!("sim: no flood on connection {}: no session yet", self.id);
+                    return false;
+                };
+                self.queue_out(Out::Flood { session_id, count });
+            }
         }
         false
     }

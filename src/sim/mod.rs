@@ -95,7 +95,7 @@ mod zlib;
 
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
 pub use events::{next_matching, SimEvent};
-pub use faults::{Fault, RestFault, RestFaultKind};
+pub use faults::{Fault, RestFault, RestFaultKind, FLOOD_USER_ID};
 pub use inject::VoiceNote;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};

@@ -35,6 +35,13 @@ pub(crate) enum Out {
     },
     /// Switch per-payload compression (Identify `compress: true`).
     PayloadCompression(bool),
+    /// `Fault::Flood`: this many DMs for the session, made one at a time
+    /// as the socket takes them.
+    Flood { session_id: String, count: u64 },
+    /// `Fault::PingFlood`.
+    Pings(u64),
+    /// `Fault::Fragmented`.
+    Fragmented { total: usize, fragment: usize },
 }
 
 /// What the rest of the simulator asks of a connection's reader.
@@ -360,6 +367,33 @@ impl State {
             seq,
         });
         Some(seq)
+    }
+
+    /// Numbers and buffers one flood DM for `session_id` and returns its
+    /// frame (the writer sends it), or `None` if the session is gone.
+    pub(crate) fn flood_frame(&mut self, session_id: &str, n: u64) -> Option<String> {
+        let channel = self
+            .dir
+            .dm_channel(&mut self.ids, super::faults::FLOOD_USER_ID, "flooder");
+        let id = self.ids.next();
+        let place = super::objects::MessagePlace {
+            channel_id: channel,
+            guild_id: None,
+        };
+        let d = super::objects::message(
+            id,
+            &place,
+            super::objects::user(super::faults::FLOOD_USER_ID, "flooder"),
+            &format!("flood {n}"),
+            Vec::new(),
+            0,
+        );
+        let session = self.sessions.get_mut(session_id)?;
+        let (_, frame) = session.push("MESSAGE_CREATE", raw(&d));
+        if let Some(stats) = session.conn.and_then(|conn| self.stats.conn(conn)) {
+            stats.dispatches_sent += 1;
+        }
+        Some(frame)
     }
 
     /// Sends `event` to every live session that would get it from Discord

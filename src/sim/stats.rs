@@ -98,6 +98,8 @@ pub struct ConnStats {
     pub query: String,
     /// `zlib-stream`, `payload` (Identify `compress: true`) or null.
     pub compression: Option<String>,
+    /// The handshake's `User-Agent` header, if any.
+    pub user_agent: Option<String>,
     /// When the websocket was accepted.
     pub opened_at_ms: f64,
     /// When Hello was queued.
@@ -175,6 +177,7 @@ impl StatsBook {
             path: path.to_owned(),
             query: query.to_owned(),
             compression: None,
+            user_agent: None,
             opened_at_ms: self.ms(at),
             hello_at_ms: None,
             heartbeats: 0,

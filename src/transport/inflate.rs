@@ -1,27 +1,39 @@
 //! zlib-stream: one inflate context for the whole connection; a gateway
 //! message is complete when the buffered input ends with `00 00 ff ff`.
+//! Both the buffered input and the inflated message are capped, so neither
+//! a message that never ends nor a zip bomb can grow memory past the limit.
 
 use flate2::{Decompress, FlushDecompress, Status};
 use std::fmt;
 
 const SYNC_FLUSH_SUFFIX: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
-/// A message larger than this inflated is refused (a zip bomb, or a guild
-/// far bigger than a small host should hold).
-const MAX_MESSAGE_BYTES: usize = 32 << 20;
+/// The cap of [`Inflater::new`] (a zip bomb, or a guild far bigger than a
+/// small host should hold).
+const DEFAULT_MAX_MESSAGE_BYTES: usize = 32 << 20;
 
 /// Inflates one connection's zlib-stream.
 pub struct Inflater {
     decompress: Decompress,
     input: Vec<u8>,
+    max_message: usize,
 }
 
 /// The stream could not be inflated.
 #[derive(Debug)]
-pub struct InflateError(String);
+pub enum InflateError {
+    /// Corrupt or unreadable input.
+    Corrupt(String),
+    /// A message (compressed or inflated) over the cap.
+    TooLarge(String),
+}
 
 impl fmt::Display for InflateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "zlib-stream: {}", self.0)
+        match self {
+            InflateError::Corrupt(detail) | InflateError::TooLarge(detail) => {
+                write!(f, "zlib-stream: {detail}")
+            }
+        }
     }
 }
 
@@ -34,53 +46,63 @@ impl Default for Inflater {
 }
 
 impl Inflater {
-    /// A fresh context (one per connection).
+    /// A fresh context (one per connection) with a 32 MiB cap.
     pub fn new() -> Inflater {
+        Inflater::with_limit(DEFAULT_MAX_MESSAGE_BYTES)
+    }
+
+    /// A fresh context refusing messages over `max_message` bytes.
+    pub fn with_limit(max_message: usize) -> Inflater {
         Inflater {
             decompress: Decompress::new(true),
             input: Vec::new(),
+            max_message,
         }
     }
 
     /// Adds one binary frame; returns the message once it is complete.
     pub fn push(&mut self, frame: &[u8]) -> Result<Option<String>, InflateError> {
-        self.input.extend_from_slice(frame);
-        if self.input.len() > MAX_MESSAGE_BYTES {
-            self.input.clear();
-            return Err(InflateError(format!(
-                "compressed message exceeds {MAX_MESSAGE_BYTES} bytes"
+        let max = self.max_message;
+        if self.input.len() + frame.len() > max {
+            self.input = Vec::new();
+            return Err(InflateError::TooLarge(format!(
+                "compressed message exceeds {max} bytes"
             )));
         }
+        self.input.extend_from_slice(frame);
         if !self.input.ends_with(&SYNC_FLUSH_SUFFIX) {
             return Ok(None);
         }
         let input = std::mem::take(&mut self.input);
-        let mut output = Vec::with_capacity(input.len() * 4 + 64);
+        let mut output = Vec::with_capacity((input.len() * 4 + 64).min(max));
         let start_in = self.decompress.total_in();
         loop {
             let consumed = (self.decompress.total_in() - start_in) as usize;
             let status = self
                 .decompress
                 .decompress_vec(&input[consumed..], &mut output, FlushDecompress::Sync)
-                .map_err(|err| InflateError(err.to_string()))?;
+                .map_err(|err| InflateError::Corrupt(err.to_string()))?;
             let consumed = (self.decompress.total_in() - start_in) as usize;
             let output_full = output.len() == output.capacity();
             if status == Status::StreamEnd || (consumed == input.len() && !output_full) {
                 break;
             }
-            if output.len() >= MAX_MESSAGE_BYTES {
-                return Err(InflateError(format!(
-                    "inflated message exceeds {MAX_MESSAGE_BYTES} bytes"
+            if output.len() >= max {
+                return Err(InflateError::TooLarge(format!(
+                    "inflated message exceeds {max} bytes"
                 )));
             }
             if !output_full && status == Status::BufError {
-                return Err(InflateError("stream stalled before its end".into()));
+                return Err(InflateError::Corrupt(
+                    "stream stalled before its end".into(),
+                ));
             }
-            output.reserve(output.capacity().max(1024));
+            let grow = output.capacity().max(1024).min(max - output.len());
+            output.reserve_exact(grow);
         }
         String::from_utf8(output)
             .map(Some)
-            .map_err(|_| InflateError("inflated message is not UTF-8".into()))
+            .map_err(|_| InflateError::Corrupt("inflated message is not UTF-8".into()))
     }
 }
 
@@ -127,6 +149,28 @@ mod tests {
         let frames = compress_stream(&["{\"op\":11}", "{\"op\":11}"]);
         let mut fresh = Inflater::new();
         assert!(fresh.push(&frames[1]).is_err());
+    }
+
+    #[test]
+    fn a_bomb_is_refused_at_the_cap() {
+        let big = "x".repeat(200_000);
+        let frames = compress_stream(&[&big]);
+        assert!(frames[0].len() < 10_000, "compresses well");
+        let mut inflater = Inflater::with_limit(100_000);
+        assert!(matches!(
+            inflater.push(&frames[0]),
+            Err(InflateError::TooLarge(_))
+        ));
+    }
+
+    #[test]
+    fn an_endless_message_is_refused_at_the_cap() {
+        let mut inflater = Inflater::with_limit(10_000);
+        assert!(inflater.push(&[0u8; 6_000]).unwrap().is_none());
+        assert!(matches!(
+            inflater.push(&[0u8; 6_000]),
+            Err(InflateError::TooLarge(_))
+        ));
     }
 
     #[test]

@@ -7,6 +7,13 @@
 //! text to send. [`Connection::next_message`] is cancel-safe: partial
 //! zlib-stream input is kept in the connection, not in the future, so the
 //! shard can race it against its heartbeat timer.
+//!
+//! Everything a peer can make us hold is bounded ([`Limits`]): the size of
+//! one message (compressed or not) and of one frame, and the outgoing
+//! buffer, which is where a peer that floods us with pings and stops reading
+//! would otherwise pile up our pongs. Control frames are handed up as
+//! [`Incoming::Control`] so a ping flood counts as work the shard yields
+//! after, instead of a loop inside this module that never returns.
 
 #[cfg(feature = "zlib")]
 mod inflate;
@@ -18,9 +25,11 @@ pub use inflate::{InflateError, Inflater};
 pub use url::gateway_connect_url;
 
 use async_tungstenite::smol::ConnectStream;
+use async_tungstenite::tungstenite::client::IntoClientRequest;
+use async_tungstenite::tungstenite::http::header::{HeaderValue, USER_AGENT};
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode as WsCloseCode;
-use async_tungstenite::tungstenite::protocol::CloseFrame;
-use async_tungstenite::tungstenite::Message;
+use async_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use async_tungstenite::tungstenite::{Error as WsError, Message};
 use async_tungstenite::WebSocketStream;
 use futures_lite::{future, StreamExt};
 use std::fmt;
@@ -31,10 +40,47 @@ use std::time::Duration;
 pub enum Incoming {
     /// One complete gateway message (JSON text).
     Text(String),
+    /// A WebSocket ping or pong (answered by tungstenite), or part of a
+    /// zlib-stream message: nothing for the shard, but work done.
+    Control,
     /// The connection ended: the server's close code, or `None` when the
     /// TCP connection dropped without a close frame.
     Closed(Option<u16>),
 }
+
+/// How much one connection may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest gateway message accepted, in bytes (after inflating, and
+    /// before: compressed input is never larger than what it inflates to,
+    /// so one number bounds both). A larger one ends the connection.
+    pub max_message_bytes: usize,
+    /// Largest single WebSocket frame accepted (Discord sends a message
+    /// in one frame, so by default the same as the message).
+    pub max_frame_bytes: usize,
+}
+
+impl Limits {
+    /// Limits for a message cap of `bytes`.
+    pub fn message(bytes: usize) -> Limits {
+        Limits {
+            max_message_bytes: bytes,
+            max_frame_bytes: bytes,
+        }
+    }
+}
+
+/// Bytes tungstenite reads from the socket at once. 128 KiB (its default)
+/// reads a burst in fewer syscalls but is allocated per connection up
+/// front; 32 KiB keeps the same throughput here (flood_bench) at a quarter
+/// of the memory.
+const READ_BUFFER_BYTES: usize = 32 * 1024;
+/// Outgoing bytes buffered at most. What we send is small (a command is at
+/// most 4096 bytes; heartbeats, pongs and the close frame are tiny), so
+/// anything beyond this means the peer stopped reading: the send fails
+/// instead of the buffer growing, and a queued pong is replaced by the
+/// newest one instead of piling up.
+const MAX_WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
 /// A transport failure, naming what failed.
 #[derive(Debug)]
@@ -55,6 +101,13 @@ pub enum TransportError {
     },
     /// Reading or writing an open connection failed.
     Io(String),
+    /// The gateway sent a message or frame over the limit.
+    TooLarge {
+        /// What tungstenite or the inflater reported.
+        detail: String,
+        /// The configured limit.
+        limit: usize,
+    },
     /// A binary frame could not be inflated, or arrived without compression.
     Decode(String),
 }
@@ -69,6 +122,10 @@ impl fmt::Display for TransportError {
                 write!(f, "connecting to {url} took longer than {after:?}")
             }
             TransportError::Io(detail) => write!(f, "gateway connection failed: {detail}"),
+            TransportError::TooLarge { detail, limit } => write!(
+                f,
+                "the gateway sent more than {limit} bytes in one message ({detail}); refusing it (raise `max_gateway_message_bytes` if your intents really need more)"
+            ),
             TransportError::Decode(detail) => write!(f, "cannot decode gateway frame: {detail}"),
         }
     }
@@ -79,6 +136,7 @@ impl std::error::Error for TransportError {}
 /// One open gateway WebSocket.
 pub struct Connection {
     ws: WebSocketStream<ConnectStream>,
+    limits: Limits,
     #[cfg(feature = "zlib")]
     inflater: Option<Inflater>,
 }
@@ -86,10 +144,14 @@ pub struct Connection {
 impl Connection {
     /// Connects to `base_url` with `?v=10&encoding=json` (and
     /// `&compress=zlib-stream` when `compress`), giving up after `timeout`.
+    /// The handshake carries `user_agent` (Discord does not need one on the
+    /// gateway; some proxies and gateways do).
     pub async fn connect(
         base_url: &str,
         compress: bool,
         timeout: Duration,
+        limits: Limits,
+        user_agent: &str,
     ) -> Result<Connection, TransportError> {
         #[cfg(not(feature = "zlib"))]
         if compress {
@@ -99,15 +161,33 @@ impl Connection {
             });
         }
         let url = gateway_connect_url(base_url, compress);
+        let connect_error = |detail: String| TransportError::Connect {
+            url: url.clone(),
+            detail,
+        };
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|err| connect_error(err.to_string()))?;
+        let agent =
+            HeaderValue::from_str(user_agent).map_err(|err| connect_error(err.to_string()))?;
+        request.headers_mut().insert(USER_AGENT, agent);
+        let config = WebSocketConfig::default()
+            .read_buffer_size(READ_BUFFER_BYTES)
+            .write_buffer_size(0)
+            .max_write_buffer_size(MAX_WRITE_BUFFER_BYTES)
+            .max_message_size(Some(limits.max_message_bytes))
+            .max_frame_size(Some(limits.max_frame_bytes));
         let attempt = async {
             let tls = futures_rustls::TlsConnector::from(tls::client_config());
-            async_tungstenite::smol::connect_async_with_tls_connector(url.as_str(), Some(tls))
+            async_tungstenite::smol::connect_async_with_tls_connector_and_config(
+                request,
+                Some(tls),
+                Some(config),
+            )
                 .await
                 .map(Some)
-                .map_err(|err| TransportError::Connect {
-                    url: url.clone(),
-                    detail: err.to_string(),
-                })
+                .map_err(|err| connect_error(err.to_string()))
         };
         let timed_out = async {
             async_io::Timer::after(timeout).await;
@@ -116,8 +196,9 @@ impl Connection {
         match future::or(attempt, timed_out).await? {
             Some((ws, _response)) => Ok(Connection {
                 ws,
+                limits,
                 #[cfg(feature = "zlib")]
-                inflater: compress.then(Inflater::new),
+                inflater: compress.then(|| Inflater::with_limit(limits.max_message_bytes)),
             }),
             None => Err(TransportError::ConnectTimeout {
                 url,
@@ -126,37 +207,42 @@ impl Connection {
         }
     }
 
-    /// The next complete gateway message, or how the connection ended.
-    /// Cancel-safe.
+    /// The next complete gateway message, a control frame, or how the
+    /// connection ended. Cancel-safe.
     pub async fn next_message(&mut self) -> Result<Incoming, TransportError> {
-        loop {
-            let message = match self.ws.next().await {
-                None => return Ok(Incoming::Closed(None)),
-                Some(Err(err)) => return Err(TransportError::Io(err.to_string())),
-                Some(Ok(message)) => message,
-            };
-            match message {
-                Message::Text(text) => return Ok(Incoming::Text(text.as_str().to_owned())),
-                Message::Binary(bytes) => {
-                    if let Some(text) = self.inflate(&bytes)? {
-                        return Ok(Incoming::Text(text));
-                    }
-                }
-                Message::Close(frame) => {
-                    return Ok(Incoming::Closed(frame.map(|frame| u16::from(frame.code))))
-                }
-                // tungstenite answers pings itself.
-                Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+        let message = match self.ws.next().await {
+            None => return Ok(Incoming::Closed(None)),
+            Some(Err(WsError::Capacity(err))) => {
+                return Err(TransportError::TooLarge {
+                    detail: err.to_string(),
+                    limit: self.limits.max_message_bytes,
+                })
             }
+            Some(Err(err)) => return Err(TransportError::Io(err.to_string())),
+            Some(Ok(message)) => message,
+        };
+        match message {
+            Message::Text(text) => Ok(Incoming::Text(text.as_str().to_owned())),
+            Message::Binary(bytes) => Ok(match self.inflate(&bytes)? {
+                Some(text) => Incoming::Text(text),
+                None => Incoming::Control,
+            }),
+            Message::Close(frame) => Ok(Incoming::Closed(frame.map(|frame| u16::from(frame.code)))),
+            // tungstenite queues the pong itself (one at most).
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Ok(Incoming::Control),
         }
     }
 
     #[cfg(feature = "zlib")]
     fn inflate(&mut self, bytes: &[u8]) -> Result<Option<String>, TransportError> {
         match self.inflater.as_mut() {
-            Some(inflater) => inflater
-                .push(bytes)
-                .map_err(|err| TransportError::Decode(err.to_string())),
+            Some(inflater) => inflater.push(bytes).map_err(|err| match err {
+                InflateError::TooLarge(_) => TransportError::TooLarge {
+                    detail: err.to_string(),
+                    limit: self.limits.max_message_bytes,
+                },
+                other => TransportError::Decode(other.to_string()),
+            }),
             None => Err(TransportError::Decode(
                 "binary frame on an uncompressed connection".into(),
             )),
@@ -180,15 +266,27 @@ impl Connection {
 
     /// Closes with `code`, waiting at most `bound` for the close handshake:
     /// a zombied peer never answers, and waiting on it would hang the shard.
+    /// A zero `bound` just drops the connection (a peer that stopped reading
+    /// cannot take a close frame either).
     pub async fn close(mut self, code: u16, bound: Duration) {
+        if bound.is_zero() {
+            return;
+        }
         let handshake = async {
             let frame = CloseFrame {
                 code: WsCloseCode::from(code),
                 reason: "".into(),
             };
             if self.ws.close(Some(frame)).await.is_ok() {
-                // Read until the server's close arrives or the stream ends.
-                while let Some(Ok(_)) = self.ws.next().await {}
+                // Read until the server's close arrives or the stream ends,
+                // yielding now and then: a peer may flood us meanwhile.
+                let mut frames = 0u32;
+                while let Some(Ok(_)) = self.ws.next().await {
+                    frames += 1;
+                    if frames % 64 == 0 {
+                        future::yield_now().await;
+                    }
+                }
             }
         };
         future::or(handshake, async {

@@ -1,0 +1,276 @@
+//! The bounded queue between the shard's driver and its consumer.
+//!
+//! Dispatches are admitted while the queue holds fewer than `max_events`
+//! and their text totals at most `max_bytes` (one dispatch always fits in
+//! an empty queue, however large, so a big GUILD_CREATE cannot wedge it).
+//! When a dispatch does not fit, the driver keeps it aside and stops reading
+//! the socket until the consumer makes room: a slow consumer slows the
+//! reader, it never grows memory. Heartbeat records, disconnect notices and
+//! the final error bypass the budget (a handful per connection), so the
+//! consumer still hears of them while it is behind, up to a small cap.
+
+use super::{EventItem, ShardError};
+use event_listener::Event;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Non-dispatch events kept beyond the dispatch budget; older ones beyond
+/// this are dropped (they are reports, not data).
+const MAX_NOTICES: usize = 16;
+
+/// How much the queue may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Dispatches queued at most.
+    pub max_events: usize,
+    /// Total payload bytes of queued dispatches at most.
+    pub max_bytes: usize,
+}
+
+impl Default for QueueLimits {
+    /// 64 events or 256 KiB: enough to hand the consumer a batch per turn
+    /// of the loop (the driver yields after 64 frames), small enough that a
+    /// burst costs a few hundred KiB at most.
+    fn default() -> QueueLimits {
+        QueueLimits {
+            max_events: 64,
+            max_bytes: 256 * 1024,
+        }
+    }
+}
+
+struct Entry {
+    item: EventItem,
+    /// Payload bytes counted against `max_bytes` (0 for notices).
+    bytes: usize,
+    /// A dispatch (counted) or a notice.
+    dispatch: bool,
+}
+
+struct State {
+    entries: VecDeque<Entry>,
+    dispatches: usize,
+    bytes: usize,
+    notices: usize,
+    closed: bool,
+}
+
+struct Shared {
+    limits: QueueLimits,
+    state: Mutex<State>,
+    /// Something was queued (or the queue closed).
+    pushed: Event,
+    /// Something was taken: room may have appeared.
+    taken: Event,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every critical section leaves the state consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn fits(&self, state: &State, bytes: usize) -> bool {
+        state.dispatches == 0
+            || (state.dispatches < self.limits.max_events
+                && state.bytes + bytes <= self.limits.max_bytes)
+    }
+}
+
+/// The driver's side.
+pub(crate) struct Producer {
+    shared: Arc<Shared>,
+}
+
+/// The consumer's side (cloned into every [`super::ShardHandle`]).
+#[derive(Clone)]
+pub(crate) struct Consumer {
+    shared: Arc<Shared>,
+}
+
+pub(crate) fn queue(limits: QueueLimits) -> (Producer, Consumer) {
+    let shared = Arc::new(Shared {
+        limits: QueueLimits {
+            max_events: limits.max_events.max(1),
+            max_bytes: limits.max_bytes,
+        },
+        state: Mutex::new(State {
+            entries: VecDeque::new(),
+            dispatches: 0,
+            bytes: 0,
+            notices: 0,
+            closed: false,
+        }),
+        pushed: Event::new(),
+        taken: Event::new(),
+    });
+    (
+        Producer {
+            shared: shared.clone(),
+        },
+        Consumer { shared },
+    )
+}
+
+impl Producer {
+    /// Queues a dispatch of `bytes` payload bytes if it fits; gives it back
+    /// otherwise.
+    pub(crate) fn try_push(&self, item: EventItem, bytes: usize) -> Result<(), EventItem> {
+        let mut state = self.shared.lock();
+        if !self.shared.fits(&state, bytes) {
+            return Err(item);
+        }
+        state.dispatches += 1;
+        state.bytes += bytes;
+        state.entries.push_back(Entry {
+            item,
+            bytes,
+            dispatch: true,
+        });
+        drop(state);
+        self.shared.pushed.notify(1);
+        Ok(())
+    }
+
+    /// Waits until a dispatch of `bytes` would fit.
+    pub(crate) async fn room_for(&self, bytes: usize) {
+        loop {
+            let listener = self.shared.taken.listen();
+            if self.shared.fits(&self.shared.lock(), bytes) {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// Queues a notice (heartbeat record, disconnect, final error) outside
+    /// the dispatch budget; beyond [`MAX_NOTICES`] the oldest notice goes.
+    pub(crate) fn push_notice(&self, item: EventItem) {
+        let mut state = self.shared.lock();
+        if state.notices == MAX_NOTICES {
+            if let Some(at) = state.entries.iter().position(|e| !e.dispatch) {
+                state.entries.remove(at);
+                state.notices -= 1;
+            }
+        }
+        state.notices += 1;
+        state.entries.push_back(Entry {
+            item,
+            bytes: 0,
+            dispatch: false,
+        });
+        drop(state);
+        self.shared.pushed.notify(1);
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.pushed.notify(usize::MAX);
+    }
+}
+
+impl Consumer {
+    /// The next event; `Err(Stopped)` once the driver is gone and the queue
+    /// is empty.
+    pub(crate) async fn recv(&self) -> EventItem {
+        loop {
+            let listener = self.shared.pushed.listen();
+            if let Some(item) = self.try_recv() {
+                return item;
+            }
+            if self.shared.lock().closed {
+                return Err(ShardError::Stopped);
+            }
+            listener.await;
+        }
+    }
+
+    fn try_recv(&self) -> Option<EventItem> {
+        let mut state = self.shared.lock();
+        let entry = state.entries.pop_front()?;
+        if entry.dispatch {
+            state.dispatches -= 1;
+            state.bytes -= entry.bytes;
+        } else {
+            state.notices -= 1;
+        }
+        drop(state);
+        self.shared.taken.notify(1);
+        Some(entry.item)
+    }
+
+    /// Dispatches queued now.
+    pub(crate) fn queued(&self) -> usize {
+        self.shared.lock().dispatches
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ShardEvent;
+    use super::*;
+    use futures_lite::future;
+
+    fn notice() -> EventItem {
+        Ok(ShardEvent::Disconnected {
+            reason: "test".into(),
+        })
+    }
+
+    fn limits(max_events: usize, max_bytes: usize) -> QueueLimits {
+        QueueLimits {
+            max_events,
+            max_bytes,
+        }
+    }
+
+    #[test]
+    fn dispatches_are_bounded_by_count_and_bytes() {
+        let (tx, rx) = queue(limits(2, 100));
+        assert!(tx.try_push(notice(), 60).is_ok());
+        assert!(tx.try_push(notice(), 60).is_err(), "over the byte budget");
+        assert!(tx.try_push(notice(), 40).is_ok());
+        assert!(tx.try_push(notice(), 0).is_err(), "over the count");
+        assert_eq!(rx.queued(), 2);
+        future::block_on(rx.recv()).unwrap();
+        assert!(tx.try_push(notice(), 61).is_err(), "40 + 61 > 100");
+        assert!(tx.try_push(notice(), 60).is_ok(), "the 60 taken made room");
+    }
+
+    #[test]
+    fn one_big_dispatch_fits_an_empty_queue() {
+        let (tx, _rx) = queue(limits(4, 10));
+        assert!(tx.try_push(notice(), 1_000_000).is_ok());
+        assert!(tx.try_push(notice(), 1).is_err());
+    }
+
+    #[test]
+    fn room_for_waits_until_the_consumer_takes() {
+        let (tx, rx) = queue(limits(1, 100));
+        tx.try_push(notice(), 10).unwrap();
+        assert!(future::block_on(future::poll_once(tx.room_for(10))).is_none());
+        future::block_on(rx.recv()).unwrap();
+        assert!(future::block_on(future::poll_once(tx.room_for(10))).is_some());
+    }
+
+    #[test]
+    fn notices_bypass_the_budget_but_are_capped() {
+        let (tx, rx) = queue(limits(1, 100));
+        tx.try_push(notice(), 10).unwrap();
+        for _ in 0..MAX_NOTICES * 3 {
+            tx.push_notice(notice());
+        }
+        assert_eq!(rx.shared.lock().entries.len(), 1 + MAX_NOTICES);
+    }
+
+    #[test]
+    fn a_dropped_producer_ends_the_stream_after_the_queue_drains() {
+        let (tx, rx) = queue(QueueLimits::default());
+        tx.try_push(notice(), 1).unwrap();
+        drop(tx);
+        assert!(future::block_on(rx.recv()).is_ok());
+        assert_eq!(future::block_on(rx.recv()).err(), Some(ShardError::Stopped));
+    }
+}
