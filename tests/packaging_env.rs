@@ -157,7 +157,10 @@ fn a_binary_in_a_private_home_still_runs_as_nobody() {
     std::fs::copy(env!("CARGO_BIN_EXE_smolcord"), &binary).expect("copy the binary");
 
     let image = Image::of(&binary);
-    assert!(image.as_nobody(), "a reachable temp dir exists: run as nobody");
+    assert!(
+        image.as_nobody(),
+        "a reachable temp dir exists: run as nobody"
+    );
     let output = image.run(&["--help"], &[]);
     assert_no_panic(&output);
     assert!(output.status.success(), "--help: {:?}", output.status);
@@ -175,5 +178,10 @@ fn a_binary_in_a_private_home_still_runs_as_nobody() {
     };
     smol::block_on(status::write(root_only.path(), &healthy)).expect("write status.json");
     let output = image.run(&["status"], &[("SMOLCORD_STATE_DIR", root_only.path())]);
-    assert_eq!(output.status.code(), Some(1), "status: {}", text(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "status: {}",
+        text(&output.stderr)
+    );
 }

@@ -80,9 +80,11 @@ fn a_trace_level_session_leaks_the_token_nowhere() {
         matches!(e, SimEvent::Identified { .. })
     });
     sim.send_dm(42, "alice", "ping");
-    wait_for(&sim, "the reply", |e| {
-        matches!(e, SimEvent::Rest { method, path, .. } if method == "POST" && path.ends_with("/messages"))
-    });
+    wait_for(
+        &sim,
+        "the reply",
+        |e| matches!(e, SimEvent::Rest { method, path, .. } if method == "POST" && path.ends_with("/messages")),
+    );
     sim.fault(Fault::Reconnect);
     wait_for(&sim, "a resume (its frame carries the token)", |e| {
         matches!(e, SimEvent::Resumed { .. })
@@ -98,7 +100,10 @@ fn a_trace_level_session_leaks_the_token_nowhere() {
     );
     // Everything smolcord wrote is private (config.json is the test's own).
     let files = files_under(state.path());
-    assert!(files.len() > 2, "too few files to prove anything: {files:?}");
+    assert!(
+        files.len() > 2,
+        "too few files to prove anything: {files:?}"
+    );
     for file in files.iter().filter(|f| !f.ends_with("config.json")) {
         let mode = std::fs::metadata(file).unwrap().permissions().mode();
         assert_eq!(mode & 0o077, 0, "{} has mode {mode:o}", file.display());

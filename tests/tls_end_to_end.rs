@@ -51,9 +51,11 @@ fn the_shard_identifies_and_resumes_over_wss() {
     });
     assert_eq!(resume_url, sim.resume_gateway_url().as_str());
     assert!(sim.resume_gateway_url().starts_with("wss://"));
-    wait_for(&sim, "the resume on /resume", |e| {
-        matches!(e, SimEvent::Connected { path, .. } if path == "/resume")
-    });
+    wait_for(
+        &sim,
+        "the resume on /resume",
+        |e| matches!(e, SimEvent::Connected { path, .. } if path == "/resume"),
+    );
     let totals = sim.stats().totals;
     assert_eq!((totals.identifies, totals.resumes), (1, 1), "{totals:?}");
 }
@@ -64,7 +66,10 @@ fn rest_posts_and_downloads_over_https() {
     let sim = tls_sim();
     let rest = RestClient::new(&sim.api_base(), sim.config().token.clone());
     smol::block_on(async {
-        let gateway = rest.gateway_bot().await.expect("GET /gateway/bot over https");
+        let gateway = rest
+            .gateway_bot()
+            .await
+            .expect("GET /gateway/bot over https");
         assert_eq!(gateway.url, sim.gateway_url());
         let channel = sim.dm_channel_of(42);
         let posted = rest
@@ -125,13 +130,17 @@ fn the_binary_trusts_the_ca_file_and_nothing_else() {
         matches!(e, SimEvent::Identified { .. })
     });
     sim.send_dm(42, "alice", "ping");
-    wait_for(&sim, "the reply posted over https", |e| {
-        matches!(e, SimEvent::Rest { method, path, .. } if method == "POST" && path.ends_with("/messages"))
-    });
+    wait_for(
+        &sim,
+        "the reply posted over https",
+        |e| matches!(e, SimEvent::Rest { method, path, .. } if method == "POST" && path.ends_with("/messages")),
+    );
     first.terminate();
     assert!(first.wait(BOUND).success(), "{}", first.stderr());
     assert!(
-        first.stderr().contains("trusting 1 extra CA certificate(s)"),
+        first
+            .stderr()
+            .contains("trusting 1 extra CA certificate(s)"),
         "{}",
         first.stderr()
     );

@@ -310,7 +310,11 @@ fn shared_token_warning(path: &Path, mode: u32) -> Option<String> {
         format!(
             "token_file {}: readable by {} (mode {:03o}); `chmod 600` it",
             path.display(),
-            if mode & 0o007 != 0 { "others" } else { "its group" },
+            if mode & 0o007 != 0 {
+                "others"
+            } else {
+                "its group"
+            },
             mode & 0o777
         )
     })

@@ -95,7 +95,10 @@ fn extra_ca_file_is_relative_to_the_config_file_and_the_variable_wins() {
         config.extra_ca_file.as_deref(),
         Some(Path::new("/etc/proxy-ca.pem"))
     );
-    let env = env_of(&[("SMOLCORD_STATE_DIR", "/s"), ("SMOLCORD_CA_FILE", "/ca.pem")]);
+    let env = env_of(&[
+        ("SMOLCORD_STATE_DIR", "/s"),
+        ("SMOLCORD_CA_FILE", "/ca.pem"),
+    ]);
     let config = Config::parse(
         r#"{"extra_ca_file": "proxy-ca.pem"}"#,
         Path::new("/etc/smolcord.json"),

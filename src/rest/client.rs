@@ -98,7 +98,11 @@ impl RestClient {
             .build();
         RestClient {
             shared: Arc::new(Shared {
-                agent: Agent::with_parts(config, super::tls::connector(), DefaultResolver::default()),
+                agent: Agent::with_parts(
+                    config,
+                    super::tls::connector(),
+                    DefaultResolver::default(),
+                ),
                 api_base: api_base.trim_end_matches('/').to_owned(),
                 token,
                 limiter: Mutex::new(RateLimiter::default()),

@@ -16,8 +16,8 @@ use std::io::{Read, Write};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConnection, StreamOwned};
 use ureq::unversioned::transport::{
-    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers,
-    NextTimeout, TcpConnector, Transport, TransportAdapter,
+    Buffers, ConnectProxyConnector, ConnectionDetails, Connector, Either, LazyBuffers, NextTimeout,
+    TcpConnector, Transport, TransportAdapter,
 };
 use ureq::Error;
 
@@ -26,8 +26,7 @@ use crate::transport::tls::client_config;
 /// ureq's default chain (HTTP CONNECT proxy, TCP), then TLS with the shared
 /// config.
 pub(crate) fn connector() -> impl Connector {
-    ()
-        .chain(ConnectProxyConnector::default())
+    ().chain(ConnectProxyConnector::default())
         .chain(TcpConnector::default())
         .chain(SharedTls)
 }

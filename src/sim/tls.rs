@@ -78,7 +78,11 @@ impl AsyncRead for SimStream {
 }
 
 impl AsyncWrite for SimStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             SimStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             SimStream::Tls(s) => Pin::new(s).poll_write(cx, buf),

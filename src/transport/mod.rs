@@ -185,9 +185,9 @@ impl Connection {
                 Some(tls),
                 Some(config),
             )
-                .await
-                .map(Some)
-                .map_err(|err| connect_error(err.to_string()))
+            .await
+            .map(Some)
+            .map_err(|err| connect_error(err.to_string()))
         };
         let timed_out = async {
             async_io::Timer::after(timeout).await;

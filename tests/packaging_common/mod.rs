@@ -130,9 +130,8 @@ impl Image {
 /// Whether a user that is neither owner nor group (uid 65534) can reach
 /// `path`: search permission on every directory above it, and on itself.
 fn others_can_reach(path: &Path) -> bool {
-    path.ancestors().all(|p| {
-        std::fs::metadata(p).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0)
-    })
+    path.ancestors()
+        .all(|p| std::fs::metadata(p).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0))
 }
 
 pub fn text(bytes: &[u8]) -> String {
