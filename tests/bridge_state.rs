@@ -105,17 +105,15 @@ fn restart_failure_counter_and_safe_mode() {
         config.agent_cmd = Some(echo_agent(&calls));
         config.safe_mode_after_failures = 2;
 
-        // Two start-ups without a turn count up.
+        // Two start-ups that crash before a turn count up.
         for expected in 1..=2 {
             let bridge = rig.start(&ex, config.clone(), tunables()).await;
             assert_eq!(runtime(&rig)["failed_starts"], expected);
             assert!(!bridge.safe_mode);
-            bridge.stop().await;
-            assert_eq!(
-                runtime(&rig)["failed_starts"],
-                expected,
-                "a stop is not a turn"
-            );
+            // A crash: the run ends without its stop (no drain, no save).
+            drop(bridge.outcome);
+            bridge.shard.shutdown();
+            assert_eq!(runtime(&rig)["failed_starts"], expected);
         }
         // The third is over the threshold: safe mode.
         let bridge = rig.start(&ex, config.clone(), tunables()).await;
@@ -228,6 +226,8 @@ fn work_left_at_shutdown_is_bounded_and_replayed_after_the_restart() {
             took < Duration::from_secs(3),
             "the drain is bounded: {took:?}"
         );
+        // Work abandoned at the stop may be what keeps failing: not clean.
+        assert_eq!(runtime(&rig)["failed_starts"], 1);
 
         // The unanswered message comes back on resume and is answered now.
         config.agent_cmd = Some(sh("cat >/dev/null; echo answered after restart"));

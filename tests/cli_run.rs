@@ -56,8 +56,12 @@ fn a_rejected_token_exits_non_zero_naming_the_code_and_the_fix() {
     let status = exit_within(&mut child, BOUND);
     let stderr = stderr_of(child);
     assert_eq!(status.code(), Some(78), "{stderr}");
+    // The gateway's 4004 or the start-up REST check's 401, whichever
+    // comes first: the same words either way.
     assert!(
-        stderr.contains("authentication failed (4004)") && stderr.contains("DISCORD_TOKEN"),
+        (stderr.contains("authentication failed (4004)")
+            || stderr.contains("authentication failed (HTTP 401"))
+            && stderr.contains("DISCORD_TOKEN"),
         "{stderr}"
     );
     assert!(

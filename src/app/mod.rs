@@ -29,6 +29,7 @@ mod signals;
 #[cfg(feature = "sim")]
 mod sim;
 mod status;
+mod token_check;
 
 pub use logging::init_logging;
 pub use signals::shutdown_signals;

@@ -1,8 +1,10 @@
 //! `smolcord run`: the bridge against Discord (or any gateway URL), with
-//! signals: SIGINT/SIGTERM drain and stop (a second one exits at once),
-//! SIGHUP re-reads access state.
+//! signals: SIGINT/SIGTERM drain and stop (a second one, clearly later,
+//! exits at once), SIGHUP re-reads access state. A token that Discord's
+//! REST API refuses stops it with [`FATAL_EXIT_CODE`].
 
-use super::signals::{shutdown_signals, SignalRequest};
+use super::signals::{shutdown_signals, SignalRequest, StopAction, StopRequests};
+use super::token_check;
 use crate::bridge::{self, Bridge, BridgeOutcome, Tunables};
 use crate::config::{Config, Env};
 use crate::loopwatch;
@@ -13,22 +15,25 @@ use crate::shard::{GatewayInfo, Shard, ShardConfig};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
+use std::cell::Cell;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Exit code after an owner's `!restart`: non-zero, so a supervisor with
 /// `Restart=on-failure` starts us again (EX_TEMPFAIL).
 pub const RESTART_EXIT_CODE: u8 = 75;
-/// Exit code when the gateway refused us for good (bad token, intents,
-/// shard): a restart cannot fix it, so a supervisor should not retry
-/// (systemd: `RestartPreventExitStatus=78`; EX_CONFIG).
+/// Exit code when Discord refused us for good (bad token, intents, shard;
+/// from the gateway or the start-up token check): a restart cannot fix it,
+/// so a supervisor should not retry (systemd: `RestartPreventExitStatus=78`;
+/// EX_CONFIG).
 pub const FATAL_EXIT_CODE: u8 = 78;
 /// Bound on the gateway's close handshake at shutdown.
 const SHARD_STOP_BOUND: Duration = Duration::from_secs(2);
 
-/// Reads config and token, then runs the bridge until a signal.
+/// Reads config and token, then runs the bridge until a signal (or until
+/// the start-up token check gets a 401).
 pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String> {
     let config = Config::load(config, env).await.map_err(|e| e.to_string())?;
     if let Some(file) = &config.extra_ca_file {
@@ -43,38 +48,60 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
         .ok_or("no token: set DISCORD_TOKEN (or `token_file` in the config)")?;
     let mut signals = shutdown_signals().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let (stop_tx, stop_rx) = smol::channel::bounded::<()>(1);
+    let check_rest = RestClient::new(&config.api_base, token.clone());
+    let refused = Cell::new(None);
     let outcome = run_bridge(
         config,
         token,
         Tunables::default(),
         |reload| async move {
-            // First stop: drain. Second: leave at once.
-            let mut stops = 0;
+            let mut stops = StopRequests::default();
             loop {
                 match signals.next().await {
                     SignalRequest::Reload => {
                         log::info!("SIGHUP: re-reading access state");
                         reload.reload();
                     }
-                    SignalRequest::Stop if stops == 0 => {
-                        stops += 1;
-                        log::info!(
-                            "stopping: draining work in flight (signal again to exit at once)"
-                        );
-                        let _ = stop_tx.try_send(());
-                    }
-                    SignalRequest::Stop => {
-                        log::warn!("second stop signal: exiting now");
-                        std::process::exit(130);
-                    }
+                    SignalRequest::Stop => match stops.on_stop(Instant::now()) {
+                        StopAction::Drain => {
+                            log::info!(
+                                "stopping: draining work in flight (signal again to exit at once)"
+                            );
+                            let _ = stop_tx.try_send(());
+                        }
+                        StopAction::Duplicate => {
+                            log::info!("the same stop request delivered again; ignored")
+                        }
+                        StopAction::ExitNow => {
+                            log::warn!("second stop signal: exiting now");
+                            std::process::exit(130);
+                        }
+                    },
                 }
             }
         },
-        async move {
-            let _ = stop_rx.recv().await;
-        },
+        // Runs beside the bridge: a refused token stops it like a signal
+        // would (drain, save), and the exit code says why.
+        future::or(
+            async {
+                let _ = stop_rx.recv().await;
+            },
+            async {
+                match token_check::refused(&check_rest).await {
+                    Some(why) => {
+                        log::error!("{why}; stopping");
+                        refused.set(Some(why));
+                    }
+                    None => future::pending().await,
+                }
+            },
+        ),
     )
     .await?;
+    if let Some(why) = refused.take() {
+        eprintln!("smolcord: {why}");
+        return Ok(ExitCode::from(FATAL_EXIT_CODE));
+    }
     Ok(exit_code(outcome))
 }
 

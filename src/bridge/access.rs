@@ -220,19 +220,11 @@ impl Access {
             FileRead::Good(file) => {
                 self.last_bytes = bytes;
                 let changed = file != self.file;
-                if changed {
-                    log::info!(
-                        "access state changed on disk: owner {}, {} allowed user(s)",
-                        if file.owner_id.is_some() {
-                            "set"
-                        } else {
-                            "unset"
-                        },
-                        file.allowed_user_ids.len()
-                    );
-                }
                 self.file = file;
                 self.tofu_blocked = false;
+                if changed {
+                    log::info!("access state changed on disk: {}", self.summary());
+                }
                 changed
             }
             other => {
@@ -244,6 +236,21 @@ impl Access {
                 false
             }
         }
+    }
+
+    /// Who is in, config and file merged: "owner set (config.json), 2
+    /// allowed user(s)".
+    pub fn summary(&self) -> String {
+        let owner = match (self.config_owner, self.file.owner_id) {
+            (Some(_), _) => "owner set (config.json)",
+            (None, Some(_)) => "owner set (access.json)",
+            (None, None) => "owner unset",
+        };
+        let allowed = self
+            .config_allowed
+            .union(&self.file.allowed_user_ids)
+            .count();
+        format!("{owner}, {allowed} allowed user(s)")
     }
 
     pub fn owner(&self) -> Option<Snowflake> {
@@ -359,6 +366,32 @@ mod tests {
         assert!(!open.tofu_open(false));
         open.apply_load(Err("bad".into()), None);
         assert!(!open.tofu_open(true), "unreadable state blocks TOFU");
+    }
+
+    #[test]
+    fn the_summary_counts_the_config_owner_and_users() {
+        // The owner from config.json, access.json with allowed users only
+        // (what `smolcord pair` writes): the owner is set.
+        let mut access = Access::new(Some(Snowflake::new(1)), [Snowflake::new(2)].into());
+        let file = AccessFile {
+            owner_id: None,
+            allowed_user_ids: [Snowflake::new(2), Snowflake::new(3)].into(),
+        };
+        assert!(access.apply_reread(
+            Path::new("access.json"),
+            Some(serde_json::to_vec(&file).unwrap())
+        ));
+        assert_eq!(
+            access.summary(),
+            "owner set (config.json), 2 allowed user(s)"
+        );
+        let mut tofu = Access::new(None, BTreeSet::new());
+        tofu.apply_load(Ok(people(5)), None);
+        assert_eq!(tofu.summary(), "owner set (access.json), 0 allowed user(s)");
+        assert_eq!(
+            Access::new(None, BTreeSet::new()).summary(),
+            "owner unset, 0 allowed user(s)"
+        );
     }
 
     #[test]

@@ -111,8 +111,15 @@ fn judge(
     Ok(text)
 }
 
+/// Timeout of one typing or placeholder request (the reply's own requests
+/// keep the client's longer one): a placeholder that takes longer is no
+/// use, and the reply may be waiting behind it.
+const INDICATOR_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Typing every `typing_interval`, and a placeholder after
-/// `placeholder_after`, until `stop` closes.
+/// `placeholder_after`, until `stop` closes. A typing call in flight is
+/// abandoned when `stop` closes; a placeholder call in flight is finished
+/// first, and none is started after `stop`.
 async fn indicate(
     ctx: &Ctx,
     channel: Snowflake,
@@ -123,20 +130,42 @@ async fn indicate(
     let channel_id = channel.to_string();
     let mut next_typing = started;
     let mut placeholder_at = ctx.tunables.placeholder_after.map(|after| started + after);
+    let rest = ctx.rest.clone().with_timeout(INDICATOR_TIMEOUT);
     loop {
         let now = Instant::now();
         if now >= next_typing {
-            if let Err(e) = ctx.rest.trigger_typing(&channel_id).await {
-                log::debug!("typing indicator: {e}");
-                record_rest(ctx, FailureKind::Rest, &e);
+            // Typing leaves nothing behind: abandoned the moment the agent
+            // is done (a hung typing call must not hold the reply).
+            let typed = futures_lite::future::or(
+                async { Some(rest.trigger_typing(&channel_id).await) },
+                async {
+                    let _ = stop.recv().await;
+                    None
+                },
+            )
+            .await;
+            match typed {
+                None => return,
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    log::debug!("typing indicator: {e}");
+                    record_rest(ctx, FailureKind::Rest, &e);
+                }
             }
             next_typing = Instant::now() + ctx.tunables.typing_interval;
         }
         if let Some(at) = placeholder_at {
             if Instant::now() >= at {
+                // Never after the agent is done: the reply would follow it.
+                if stop.is_closed() {
+                    return;
+                }
                 // One try only: a failed placeholder is not worth a retry.
+                // Not cut short when the agent finishes (a cut request may
+                // still post it, with no id for the reply to replace): the
+                // reply waits for it, INDICATOR_TIMEOUT per request.
                 placeholder_at = None;
-                match ctx.rest.create_message(&channel_id, PLACEHOLDER).await {
+                match rest.create_message(&channel_id, PLACEHOLDER).await {
                     Ok(message) => *placeholder.borrow_mut() = Some(message.id),
                     Err(e) => {
                         log::debug!("placeholder: {e}");

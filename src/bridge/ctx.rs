@@ -31,7 +31,8 @@ pub(crate) struct Ctx {
     pub state_dir: PathBuf,
     pub tmp_dir: PathBuf,
     pub spool: Spool,
-    pub safe_mode: bool,
+    /// Only the owner is answered (lifted by the first successful turn).
+    pub safe_mode: Cell<bool>,
     pub access: RefCell<Access>,
     pub pairing: RefCell<PairingBook>,
     pub runtime: RefCell<RuntimeState>,
@@ -73,7 +74,8 @@ impl Ctx {
         self.runtime_writer.set(&*runtime);
     }
 
-    /// The first successful turn clears the restart-failure counter.
+    /// The first successful turn clears the restart-failure counter and
+    /// lifts safe mode.
     pub fn turn_succeeded(&self) {
         if self.turn_done.replace(true) {
             return;
@@ -83,6 +85,20 @@ impl Ctx {
             log::info!("first successful turn: restart-failure counter cleared");
             runtime.failed_starts = 0;
             self.runtime_writer.set(&*runtime);
+        }
+        if self.safe_mode.replace(false) {
+            log::info!("safe mode lifted: allowed users are answered again");
+            self.counters.set_safe_mode(false);
+        }
+    }
+
+    /// A stop that left nothing unfinished: not a failed start-up (the
+    /// final save writes it).
+    pub fn stopped_cleanly(&self) {
+        let mut runtime = self.runtime.borrow_mut();
+        if runtime.failed_starts != 0 {
+            log::info!("clean stop: restart-failure counter cleared");
+            runtime.failed_starts = 0;
         }
     }
 }

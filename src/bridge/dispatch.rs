@@ -198,7 +198,7 @@ impl Loop {
                 }
             });
         }
-        if self.ctx.safe_mode && !self.safe_mode_told {
+        if self.ctx.safe_mode.get() && !self.safe_mode_told {
             self.safe_mode_told = true;
             let owner = self.ctx.access.borrow().owner();
             if let Some(owner) = owner {
@@ -288,6 +288,9 @@ impl Loop {
         let left = ctx.inflight.drain(Instant::now() + bound).await;
         if left.is_empty() {
             log::info!("bridge stopping ({outcome:?}): nothing left in flight");
+            if matches!(outcome, BridgeOutcome::Stopped) {
+                ctx.stopped_cleanly();
+            }
         } else {
             log::warn!(
                 "bridge stopping ({outcome:?}): {} job(s) unfinished after {:.1} s, abandoned (their messages are replayed on resume): {}",

@@ -91,6 +91,13 @@ pub(crate) fn tool_command(argv: Vec<String>, timeout: Duration) -> offload::Com
     spec
 }
 
+/// How long a stop waits for work in flight (the README's figure). Work
+/// left after it is abandoned, not lost: its messages are replayed on
+/// resume. Short, because the whole stop (this, the final save, the
+/// gateway close, the journal flush) must fit in the 10 s Docker and
+/// systemd give before SIGKILL.
+pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
+
 /// Knobs that are not config keys (tests shorten them).
 #[derive(Clone, Copy, Debug)]
 pub struct Tunables {
@@ -100,7 +107,7 @@ pub struct Tunables {
     pub typing_interval: Duration,
     /// Post a "working…" placeholder after this long (`None`: never).
     pub placeholder_after: Option<Duration>,
-    /// Bound on waiting for work in flight at shutdown.
+    /// Bound on waiting for work in flight at shutdown ([`DRAIN_BOUND`]).
     pub drain_timeout: Duration,
     /// Bound on the final state save.
     pub save_timeout: Duration,
@@ -118,8 +125,10 @@ impl Default for Tunables {
             pairing: PairingRules::default(),
             typing_interval: Duration::from_secs(8),
             placeholder_after: Some(Duration::from_secs(10)),
-            drain_timeout: Duration::from_secs(5),
-            save_timeout: Duration::from_secs(5),
+            drain_timeout: DRAIN_BOUND,
+            // With the drain (2 s), the gateway close (2 s) and the journal
+            // flush (2 s), a stop stays under the 10 s before SIGKILL.
+            save_timeout: Duration::from_secs(3),
             directory_debounce: Duration::from_secs(2),
             runtime_debounce: Duration::from_millis(500),
             transcribe_concurrency: 2,
@@ -357,7 +366,7 @@ impl Bridge {
             rest: self.rest,
             reporter: self.reporter,
             counters: self.counters,
-            safe_mode: self.safe_mode,
+            safe_mode: Cell::new(self.safe_mode),
             access: RefCell::new(self.access),
             pairing: RefCell::new(self.pairing),
             runtime: RefCell::new(self.runtime),

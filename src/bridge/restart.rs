@@ -7,8 +7,11 @@
 //!   processed message id per channel (a resume may replay messages that
 //!   were already answered).
 //! - The counter goes up at every start-up and back to zero after the first
-//!   successful turn, or on a clean stop. Past `safe_mode_after_failures`,
-//!   the bridge starts in safe mode: it answers only the owner.
+//!   successful turn, or on a clean stop (a stop signal, and the drain left
+//!   nothing unfinished: a reboot is not a failure, but work abandoned at a
+//!   stop may be what keeps failing). Past `safe_mode_after_failures`, the
+//!   bridge starts in safe mode: it answers only the owner, until the
+//!   first successful turn lifts it.
 //! - `restart.json` is written when the owner sends `!restart`: who asked,
 //!   where. After the next READY (or RESUMED) the bridge says it is back
 //!   there and removes the marker.

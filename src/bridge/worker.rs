@@ -79,7 +79,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) {
     } = job;
     let role = fresh_role(ctx, message.author.id).await;
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
-    match decide(role, ctx.safe_mode, tofu_open, message.is_direct()) {
+    match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
         Verdict::Accept => accept(ctx, &message, &guard, received_unix_ms).await,
         Verdict::BecomeOwner => {
             if become_owner(ctx, &message).await {

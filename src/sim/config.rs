@@ -67,6 +67,10 @@ pub struct SimConfig {
     /// Guilds announced in READY (and by GUILD_CREATE when the session has
     /// the GUILDS intent).
     pub guilds: Vec<SimGuild>,
+    /// How long a message's `nonce` is remembered for `enforce_nonce`
+    /// (Discord: "the past few minutes", no exact figure; 2 minutes here,
+    /// so a client that counts on more fails in tests first).
+    pub nonce_window: Duration,
     /// Serve TLS (`wss://`, `https://`) with this certificate instead of
     /// plain `ws://` and `http://`; every URL the simulator hands out
     /// follows.
@@ -161,6 +165,7 @@ impl Default for SimConfig {
             command_window: Duration::from_secs(60),
             oversized_frame_bytes: 16 * 1024 * 1024 + 1024,
             guilds: vec![SimGuild::example()],
+            nonce_window: Duration::from_secs(120),
             tls: None,
         }
     }

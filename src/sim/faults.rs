@@ -76,6 +76,15 @@ pub enum RestFaultKind {
     Forbidden,
     /// A 5xx status with a JSON error body.
     ServerError(u16),
+    /// 401 `{"code": 0, "message": "401: Unauthorized"}`, what Discord
+    /// answers for a bad token: REST refuses while the gateway accepts the
+    /// token (or closes with whatever `Fault::Close` says), as a gateway
+    /// that never sends 4004 would.
+    Unauthorized,
+    /// Handle the request as usual but hold the answer back this long (a
+    /// hung endpoint; a client that gives up first never learns that its
+    /// request took effect).
+    Delay(Duration),
 }
 
 /// A REST fault for the next `count` requests whose path starts with
@@ -203,6 +212,8 @@ impl RestFault {
                 },
             },
             "forbidden" => RestFaultKind::Forbidden,
+            "unauthorized" => RestFaultKind::Unauthorized,
+            "delay" => RestFaultKind::Delay(millis(body)?),
             "server_error" => RestFaultKind::ServerError(match body.get("status") {
                 None => 500,
                 Some(_) => u16::try_from(uint(body, "status")?)
@@ -212,7 +223,7 @@ impl RestFault {
             }),
             other => {
                 return Err(format!(
-                    "unknown REST fault kind `{other}` (expected rate_limited, forbidden or server_error)"
+                    "unknown REST fault kind `{other}` (expected rate_limited, forbidden, server_error, unauthorized or delay)"
                 ))
             }
         };
@@ -292,6 +303,16 @@ mod tests {
         assert_eq!(fault.kind, RestFaultKind::ServerError(502));
         assert_eq!(fault.count, 2);
         assert!(RestFault::from_json(&json!({"kind":"server_error","status":404})).is_err());
+        let fault = RestFault::from_json(&json!({"kind":"unauthorized","count":9})).unwrap();
+        assert_eq!((fault.kind, fault.count), (RestFaultKind::Unauthorized, 9));
+        let fault = RestFault::from_json(&json!({"kind":"delay","ms":1500})).unwrap();
+        assert_eq!(
+            fault.kind,
+            RestFaultKind::Delay(Duration::from_millis(1500))
+        );
+        assert!(RestFault::from_json(&json!({"kind":"delay"}))
+            .unwrap_err()
+            .contains("`ms`"));
         assert!(RestFault::from_json(&json!({"kind":"teapot"}))
             .unwrap_err()
             .contains("teapot"));

@@ -49,6 +49,13 @@
 //! a dispatch to a session whose client is away is buffered for its Resume.
 //! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE.
 //!
+//! # REST behaviour
+//!
+//! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
+//! `nonce` seen within `SimConfig::nonce_window` returns the original
+//! message instead of creating another, as Discord does; each such answer
+//! counts in [`Totals::duplicates_prevented`].
+//!
 //! # Control API
 //!
 //! Bodies are JSON objects; ids may be strings or numbers. Errors are 400
@@ -60,9 +67,11 @@
 //!   `oversized`, `delay` (`ms`). Applies to every live connection; answers
 //!   `{"applied_to": N}`.
 //! - `POST /control/rest-fault` — `{"kind": "rate_limited" | "forbidden" |
-//!   "server_error", "count": 1, "retry_after": 1.0, "global": false,
-//!   "status": 500, "path_prefix": "/api/v10/channels"}` (all but `kind`
-//!   optional): the next `count` matching REST requests fail that way.
+//!   "server_error" | "unauthorized" | "delay", "count": 1, "retry_after":
+//!   1.0, "global": false, "status": 500, "ms": 1000, "path_prefix":
+//!   "/api/v10/channels"}` (all but `kind` optional, but `delay` needs
+//!   `ms`): the next `count` matching REST requests fail that way (`delay`:
+//!   take effect, but are answered `ms` late).
 //! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
 //!   `{"seqs": [...]}` (one per session that got it).
 //! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
@@ -84,6 +93,7 @@ mod http;
 mod identify;
 mod inject;
 mod multipart;
+mod nonces;
 mod objects;
 mod rest;
 mod server;

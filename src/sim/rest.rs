@@ -9,13 +9,14 @@
 use super::faults::{RestFault, RestFaultKind};
 use super::http::{Request, Response};
 use super::multipart::{self, Part};
+use super::nonces::{Original, NONCE_MAX_CHARS};
 use super::objects::{self, MessagePlace};
 use super::state::{Shared, State, StoredFile};
 use crate::protocol::Snowflake;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One REST (or attachment) request as the simulator received it.
 #[derive(Clone, Debug, Serialize)]
@@ -161,9 +162,26 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     response
 }
 
+/// How long to hold back the answer to `request` (a `Delay` REST fault
+/// for its path, taken here; the server waits after [`handle`]).
+pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration> {
+    match take_matching(&mut shared.lock(), &request.path, true)? {
+        RestFaultKind::Delay(delay) => Some(delay),
+        _ => None,
+    }
+}
+
 fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
+    take_matching(state, path, false)
+}
+
+/// Takes one of the first fault matching `path`: a `Delay` if `delay`,
+/// else any other kind.
+fn take_matching(state: &mut State, path: &str, delay: bool) -> Option<RestFaultKind> {
     let index = state.rest_faults.iter().position(|f| {
-        f.count > 0 && f.path_prefix.as_deref().is_none_or(|p| path.starts_with(p))
+        f.count > 0
+            && matches!(f.kind, RestFaultKind::Delay(_)) == delay
+            && f.path_prefix.as_deref().is_none_or(|p| path.starts_with(p))
     })?;
     let fault: &mut RestFault = &mut state.rest_faults[index];
     fault.count -= 1;
@@ -203,6 +221,9 @@ fn fault_response(kind: RestFaultKind) -> Response {
         }
         RestFaultKind::Forbidden => error(403, 50007, "Cannot send messages to this user"),
         RestFaultKind::ServerError(status) => error(status, 0, &format!("{status}: Server Error")),
+        RestFaultKind::Unauthorized => error(401, 0, "401: Unauthorized"),
+        // Taken by `take_delay` only; never answered as a fault.
+        RestFaultKind::Delay(_) => error(500, 0, "500: Server Error"),
     }
 }
 
@@ -395,6 +416,30 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
     if !has_something {
         return error(400, 50006, "Cannot send an empty message");
     }
+    let nonce = match enforced_nonce(&json) {
+        Ok(nonce) => nonce,
+        Err(response) => return response,
+    };
+    let now = Instant::now();
+    if let Some(nonce) = &nonce {
+        if let Some(original) = state.nonces.find(nonce, now) {
+            let object = state
+                .dir
+                .messages
+                .get(&original.channel_id)
+                .and_then(|messages| {
+                    messages
+                        .iter()
+                        .find(|m| m.id.get() == original.message_id)
+                        .map(|m| m.object.clone())
+                });
+            if let Some(object) = object {
+                state.stats.totals.duplicates_prevented += 1;
+                log::info!("sim: nonce {nonce:?} seen before: original message returned");
+                return Response::json(200, &object);
+            }
+        }
+    }
     let id = state.ids.next();
     let mut attachments = Vec::new();
     for file in &body.files {
@@ -470,9 +515,42 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
             edits: 0,
             object: object.clone(),
         });
+    if let Some(nonce) = nonce {
+        let original = Original {
+            channel_id,
+            message_id: id,
+        };
+        state.nonces.remember(nonce, original, now);
+    }
     // Discord echoes the bot's own message on the gateway, too.
     state.dispatch(&shared.config, "MESSAGE_CREATE", &object);
     Response::json(200, &object)
+}
+
+/// The `nonce` to check for uniqueness: present only with `enforce_nonce`;
+/// `Err` is the 400 for a nonce Discord would not take.
+fn enforced_nonce(json: &Value) -> Result<Option<String>, Response> {
+    let nonce = match json.get("nonce") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+        Some(_) => {
+            return Err(invalid_form(
+                "nonce",
+                "STRING_TYPE_CONVERT",
+                "Could not interpret value as string.",
+            ))
+        }
+    };
+    if nonce.chars().count() > NONCE_MAX_CHARS {
+        return Err(invalid_form(
+            "nonce",
+            "BASE_TYPE_MAX_LENGTH",
+            "Must be 25 or fewer in length.",
+        ));
+    }
+    let enforced = json.get("enforce_nonce").and_then(Value::as_bool) == Some(true);
+    Ok(enforced.then_some(nonce))
 }
 
 fn find_message<'a>(

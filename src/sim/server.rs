@@ -112,7 +112,18 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
         let keep_alive = request.keep_alive();
         let path = request.path.as_str();
         let response = if path.starts_with("/api/") {
-            rest::handle(&shared, &request)
+            let delay = rest::take_delay(&shared, &request);
+            let response = rest::handle(&shared, &request);
+            if let Some(delay) = delay {
+                // Taken effect already: a late (or, if the client gives up
+                // first, a lost) answer.
+                log::info!(
+                    "sim: REST answer to {} {path} held {delay:?}",
+                    request.method
+                );
+                async_io::Timer::after(delay).await;
+            }
+            response
         } else if path == "/control" || path.starts_with("/control/") {
             control::handle(&shared, &request)
         } else if path.starts_with("/attachments/") {

@@ -8,6 +8,7 @@ use super::clock::later;
 use super::config::{SimConfig, SimGuild};
 use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
+use super::nonces::NonceBook;
 use super::objects::IdGen;
 use super::rest::{BotMessage, RestRecord};
 use super::session::SessionStore;
@@ -113,6 +114,7 @@ pub(crate) struct State {
     pub(crate) dir: Directory,
     pub(crate) rest_log: VecDeque<RestRecord>,
     pub(crate) rest_faults: VecDeque<RestFault>,
+    pub(crate) nonces: NonceBook,
     pub(crate) ids: IdGen,
     pub(crate) start_remaining: u32,
     pub(crate) recent_identifies: VecDeque<Instant>,
@@ -146,6 +148,7 @@ impl Shared {
             dir,
             rest_log: VecDeque::new(),
             rest_faults: VecDeque::new(),
+            nonces: NonceBook::new(config.nonce_window),
             ids: IdGen::default(),
             start_remaining: config.session_start_limit.remaining,
             recent_identifies: VecDeque::new(),

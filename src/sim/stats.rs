@@ -58,6 +58,9 @@ pub struct Totals {
     pub missed_deadlines: u64,
     /// REST requests answered.
     pub rest_requests: u64,
+    /// Messages not created again because their `nonce` was seen within
+    /// the window (`enforce_nonce`): the original was returned instead.
+    pub duplicates_prevented: u64,
 }
 
 /// How a connection ended.

@@ -14,9 +14,16 @@ const DEFAULT_MAX_MESSAGE_BYTES: usize = 32 << 20;
 /// Inflates one connection's zlib-stream.
 pub struct Inflater {
     decompress: Decompress,
+    /// Compressed frames of the message being received.
     input: Vec<u8>,
+    /// Scratch space the message is inflated into.
+    output: Vec<u8>,
     max_message: usize,
 }
+
+/// Buffer capacity kept between messages; more is released after the
+/// message that needed it.
+const RETAINED_BYTES: usize = 64 * 1024;
 
 /// The stream could not be inflated.
 #[derive(Debug)]
@@ -56,6 +63,7 @@ impl Inflater {
         Inflater {
             decompress: Decompress::new(true),
             input: Vec::new(),
+            output: Vec::new(),
             max_message,
         }
     }
@@ -73,35 +81,61 @@ impl Inflater {
         if !self.input.ends_with(&SYNC_FLUSH_SUFFIX) {
             return Ok(None);
         }
-        let input = std::mem::take(&mut self.input);
-        let mut output = Vec::with_capacity((input.len() * 4 + 64).min(max));
+        let inflated = self.inflate_input();
+        self.input.clear();
+        // The buffers are reused from message to message (no allocation
+        // per event in a burst), but one huge message must not pin its
+        // memory for the rest of the connection.
+        if self.input.capacity() > RETAINED_BYTES {
+            self.input = Vec::new();
+        }
+        if self.output.capacity() > RETAINED_BYTES {
+            self.output = Vec::new();
+        }
+        inflated.map(Some)
+    }
+
+    /// Inflates the buffered input (ending with a sync flush) into a string.
+    fn inflate_input(&mut self) -> Result<String, InflateError> {
+        let max = self.max_message;
+        self.output.clear();
         let start_in = self.decompress.total_in();
         loop {
+            if self.output.len() == self.output.capacity() {
+                if self.output.len() >= max {
+                    return Err(InflateError::TooLarge(format!(
+                        "inflated message exceeds {max} bytes"
+                    )));
+                }
+                let grow = self
+                    .output
+                    .capacity()
+                    .max(4096)
+                    .min(max - self.output.len());
+                self.output.reserve_exact(grow);
+            }
             let consumed = (self.decompress.total_in() - start_in) as usize;
             let status = self
                 .decompress
-                .decompress_vec(&input[consumed..], &mut output, FlushDecompress::Sync)
+                .decompress_vec(
+                    &self.input[consumed..],
+                    &mut self.output,
+                    FlushDecompress::Sync,
+                )
                 .map_err(|err| InflateError::Corrupt(err.to_string()))?;
             let consumed = (self.decompress.total_in() - start_in) as usize;
-            let output_full = output.len() == output.capacity();
-            if status == Status::StreamEnd || (consumed == input.len() && !output_full) {
+            let output_full = self.output.len() == self.output.capacity();
+            if status == Status::StreamEnd || (consumed == self.input.len() && !output_full) {
                 break;
-            }
-            if output.len() >= max {
-                return Err(InflateError::TooLarge(format!(
-                    "inflated message exceeds {max} bytes"
-                )));
             }
             if !output_full && status == Status::BufError {
                 return Err(InflateError::Corrupt(
                     "stream stalled before its end".into(),
                 ));
             }
-            let grow = output.capacity().max(1024).min(max - output.len());
-            output.reserve_exact(grow);
         }
-        String::from_utf8(output)
-            .map(Some)
+        std::str::from_utf8(&self.output)
+            .map(str::to_owned)
             .map_err(|_| InflateError::Corrupt("inflated message is not UTF-8".into()))
     }
 }
