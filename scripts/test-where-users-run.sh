@@ -10,8 +10,9 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-tests=(--test packaging_env --test packaging_run)
-if [[ "${1:-}" == "--all" ]]; then tests=(); fi
+tests=(--no-fail-fast --test packaging_env --test packaging_run)
+if [[ "${1:-}" == "--all" ]]; then tests=(--no-fail-fast); fi
+failed=0
 user=smolcord-tester
 
 if [[ "$(id -u)" != 0 ]]; then
@@ -25,7 +26,8 @@ chmod 0700 "$private"
 trap 'rm -rf "$private"' EXIT
 git clone --quiet "$repo" "$private/smolcord"
 echo "== as root in $private (mode $(stat -c %a "$private"))"
-(cd "$private/smolcord" && cargo test "${tests[@]}")
+(cd "$private/smolcord" && cargo test "${tests[@]}") || failed=1
+rm -rf "$private"  # its target/ is large; free the disk before the next build
 
 # As a normal user, in their own home. rustup's toolchain lives in root's
 # private home: hard-link a copy (same file system: no space, no time)
@@ -42,4 +44,6 @@ git clone --quiet "$repo" "$home/smolcord"
 chown -R "$user:" "$home/smolcord"
 echo "== as $user in $home (mode $(stat -c %a "$home"))"
 runuser -u "$user" -- env -i HOME="$home" PATH="$toolchain/bin:/usr/bin:/bin" \
-    bash -c "cd '$home/smolcord' && cargo test ${tests[*]}"
+    bash -c "cd '$home/smolcord' && cargo test ${tests[*]}" || failed=1
+rm -rf "$home/smolcord"
+exit "$failed"

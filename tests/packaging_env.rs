@@ -7,13 +7,13 @@
 //! checked by `scripts/cross-check.sh`, which builds it.)
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod packaging_common;
+mod support;
 
-use packaging_common::{assert_no_panic, running_as_root, text, Image, NOBODY};
 use smolcord::status::{self, StatusSnapshot};
 use std::fs::Permissions;
 use std::os::unix::fs::{chown, PermissionsExt};
 use std::time::{Duration, Instant};
+use support::image::{assert_no_panic, running_as_root, text, Image, NOBODY};
 
 #[test]
 fn help_runs_with_an_empty_environment() {

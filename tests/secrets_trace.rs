@@ -5,22 +5,22 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // tests may block (files, processes)
 
-mod common;
+mod support;
 
-use common::process::{files_under, Smolcord};
-use common::tls::test_ca;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use smolcord::token::Token;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
+use support::binary::{files_under, Smolcord};
+use support::tls::test_ca;
+use support::wait::sim_saw;
 
 const SECRET: &str = "MTEwMDAw.trace-level-secret.DoNotLogMe";
 const BOUND: Duration = Duration::from_secs(30);
 
 fn wait_for(sim: &Simulator, what: &str, pred: impl FnMut(&SimEvent) -> bool) {
-    smol::block_on(sim.wait_for(BOUND, pred))
-        .unwrap_or_else(|| panic!("the simulator never saw {what}"));
+    sim_saw(sim, what, BOUND, pred);
 }
 
 /// Fails naming every place `needle` appears: output streams and files.
@@ -142,16 +142,8 @@ fn a_token_file_others_can_read_gets_a_warning() {
         "token_file {}: readable by others (mode 644); `chmod 600` it",
         token_file.display()
     );
-    let deadline = std::time::Instant::now() + BOUND;
-    while !bot.stderr().contains(&expected) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no warning in:\n{}",
-            bot.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!bot.stderr().contains("some-token"), "{}", bot.stderr());
+    let stderr = bot.wait_for_stderr(&expected, BOUND);
+    assert!(!stderr.contains("some-token"), "{stderr}");
 }
 
 #[test]

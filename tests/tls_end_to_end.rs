@@ -5,14 +5,15 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // tests may block (files, processes)
 
-mod common;
+mod support;
 
-use common::process::Smolcord;
-use common::tls::{test_ca, trust_test_ca};
-use common::*;
 use smolcord::rest::RestClient;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::time::Duration;
+use support::binary::Smolcord;
+use support::shard::*;
+use support::tls::{test_ca, trust_test_ca};
+use support::wait::sim_saw;
 
 const BOUND: Duration = Duration::from_secs(20);
 
@@ -29,8 +30,7 @@ fn tls_sim() -> Simulator {
 }
 
 fn wait_for(sim: &Simulator, what: &str, pred: impl FnMut(&SimEvent) -> bool) -> SimEvent {
-    smol::block_on(sim.wait_for(BOUND, pred))
-        .unwrap_or_else(|| panic!("the simulator never saw {what}"))
+    sim_saw(sim, what, BOUND, pred)
 }
 
 #[test]
@@ -120,7 +120,7 @@ fn the_binary_trusts_the_ca_file_and_nothing_else() {
 
     // Without the CA: Mozilla's roots do not know the test CA.
     let untrusting = Smolcord::spawn(&["run"], env(None));
-    let stderr = wait_for_text(&untrusting, "UnknownIssuer");
+    let stderr = untrusting.wait_for_stderr("UnknownIssuer", BOUND);
     assert!(stderr.contains("invalid peer certificate"), "{stderr}");
     drop(untrusting);
     assert_eq!(sim.stats().totals.identifies, 0);
@@ -176,20 +176,4 @@ fn a_ca_file_without_a_certificate_stops_the_start_naming_it() {
         )),
         "{stderr}"
     );
-}
-
-/// Waits (bounded) until the child's stderr contains `needle`.
-fn wait_for_text(child: &Smolcord, needle: &str) -> String {
-    let deadline = std::time::Instant::now() + BOUND;
-    loop {
-        let stderr = child.stderr();
-        if stderr.contains(needle) {
-            return stderr;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no {needle:?} in stderr within {BOUND:?}:\n{stderr}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }

@@ -1,4 +1,4 @@
-//! Helpers for the packaging tests: run the smolcord binary the way the
+//! The packaging tests' view of the binary: run it the way the
 //! FROM-scratch image and the systemd unit run it (empty environment, cwd
 //! `/`, uid 65534 when the tests run as root).
 //!
@@ -6,7 +6,6 @@
 //! cannot reach `target/` to execute the binary. [`Image`] then runs a copy
 //! from a fresh temp dir (0755) that it can reach; if even the temp dir is
 //! private, it runs the binary as root and says so on stderr.
-#![allow(clippy::disallowed_methods, clippy::disallowed_types, dead_code)]
 
 use std::fs::Permissions;
 use std::os::unix::fs::{chown, PermissionsExt};
@@ -14,6 +13,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use super::binary::Smolcord;
 
 /// The image's `USER 65534:65534`.
 pub const NOBODY: u32 = 65534;
@@ -94,24 +95,15 @@ impl Image {
     /// Runs `smolcord ARGS` with `env` to its end, bounded by 20 s.
     pub fn run(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
         let mut command = self.command(args);
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
         for (name, value) in env {
             command.env(name, value);
         }
-        let child = command.spawn().expect("spawn the smolcord binary");
-        let pid = child.id();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(output) => output.expect("wait for smolcord"),
-            Err(_) => {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid.to_string()])
-                    .status();
-                panic!("smolcord {args:?} did not exit within 20 s");
-            }
+        let mut child = Smolcord::start(command);
+        let status = child.wait(Duration::from_secs(20));
+        Output {
+            status,
+            stdout: child.stdout().into_bytes(),
+            stderr: child.stderr().into_bytes(),
         }
     }
 

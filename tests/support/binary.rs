@@ -1,12 +1,13 @@
 //! The smolcord binary as a child process: a cleared environment plus what
 //! the test passes, stdout and stderr into files (a `RUST_LOG=trace` child
 //! would fill a pipe and block), and bounded waits that kill on timeout.
-#![allow(clippy::disallowed_methods)] // a test may wait on a child process
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::wait::poll_until;
 
 /// A running `smolcord` and the files its output goes to.
 pub struct Smolcord {
@@ -20,12 +21,16 @@ impl Smolcord {
         args: &[&str],
         env: impl IntoIterator<Item = (K, V)>,
     ) -> Smolcord {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_smolcord"));
+        command.args(args).env_clear().envs(env);
+        Smolcord::start(command)
+    }
+
+    /// Starts `command` (stdin closed, stdout and stderr into files).
+    pub fn start(mut command: Command) -> Smolcord {
         let output = tempfile::tempdir().expect("a dir for the child's output");
         let file = |name: &str| File::create(output.path().join(name)).expect("an output file");
-        let child = Command::new(env!("CARGO_BIN_EXE_smolcord"))
-            .args(args)
-            .env_clear()
-            .envs(env)
+        let child = command
             .stdin(Stdio::null())
             .stdout(file("stdout"))
             .stderr(file("stderr"))
@@ -34,29 +39,39 @@ impl Smolcord {
         Smolcord { child, output }
     }
 
-    /// Sends SIGTERM (the supervisor's stop).
-    pub fn terminate(&self) {
-        let pid = rustix::process::Pid::from_child(&self.child);
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    /// Its process id.
+    pub fn pid(&self) -> rustix::process::Pid {
+        rustix::process::Pid::from_child(&self.child)
     }
 
-    /// Waits for the exit; kills the child and panics after `bound`.
-    pub fn wait(&mut self, bound: Duration) -> ExitStatus {
-        let deadline = Instant::now() + bound;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait for smolcord") {
-                return status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
+    /// Sends SIGTERM (the supervisor's stop).
+    pub fn terminate(&self) {
+        rustix::process::kill_process(self.pid(), rustix::process::Signal::TERM).expect("SIGTERM");
+    }
+
+    /// Waits until stderr contains `needle`; returns all of stderr. Panics
+    /// after `limit`, showing what it said.
+    pub fn wait_for_stderr(&self, needle: &str, limit: Duration) -> String {
+        poll_until(limit, || Some(self.stderr()).filter(|s| s.contains(needle))).unwrap_or_else(
+            || {
                 panic!(
-                    "smolcord did not exit within {bound:?}; stderr:\n{}",
+                    "no {needle:?} on smolcord's stderr within {limit:?}:\n{}",
                     self.stderr()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+                )
+            },
+        )
+    }
+
+    /// Waits for the exit; panics after `bound` (dropping it kills it).
+    pub fn wait(&mut self, bound: Duration) -> ExitStatus {
+        let child = &mut self.child;
+        let status = poll_until(bound, || child.try_wait().expect("wait for smolcord"));
+        status.unwrap_or_else(|| {
+            panic!(
+                "smolcord did not exit within {bound:?}; stderr:\n{}",
+                self.stderr()
+            )
+        })
     }
 
     /// Everything written to stdout so far.
