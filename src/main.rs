@@ -25,7 +25,25 @@ environment: DISCORD_TOKEN, SMOLCORD_CONFIG, SMOLCORD_STATE_DIR,
 SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, SMOLCORD_CA_FILE,
 RUST_LOG (default info)";
 
+/// The `blocking` pool's thread cap unless `BLOCKING_MAX_THREADS` is set
+/// (the crate's default is 500). What runs there: REST calls (a thread
+/// each for as long as the request is on the wire, up to 15 s), file reads,
+/// fsync'd writes (the failure journal's included), process spawns. At
+/// most 4 result deliveries, `agent_concurrency` agent replies and their
+/// typing, 2 transcriptions and a few state writes are in flight at once:
+/// 16 threads carry that with room to spare and cost a Pi under 1 MiB of
+/// stacks actually touched, while a burst can no longer start hundreds of
+/// threads. Past the cap, work queues for a free thread; the event loop
+/// (and so the heartbeat) never waits for it.
+const BLOCKING_MAX_THREADS: &str = "16";
+
 fn main() -> ExitCode {
+    // blocking reads the variable when the pool is first used: nothing has
+    // touched it yet, and no other thread exists that could read the
+    // environment concurrently.
+    if std::env::var_os("BLOCKING_MAX_THREADS").is_none() {
+        std::env::set_var("BLOCKING_MAX_THREADS", BLOCKING_MAX_THREADS);
+    }
     let command = match parse(lexopt::Parser::from_env()) {
         Ok(Some(command)) => command,
         Ok(None) => {

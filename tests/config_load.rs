@@ -47,6 +47,7 @@ fn defaults_without_a_file() {
     assert_eq!(config.dm_fallback_timeout_s, 15);
     assert_eq!(config.results_poll_ms, 1000);
     assert_eq!(config.max_attachment_bytes, 25 * 1024 * 1024);
+    assert_eq!(config.max_result_bytes, 1024 * 1024);
     assert_eq!(config.heartbeat_warn_ms, 1000);
     assert_eq!(config.token_file, None);
     assert_eq!(config.agent_concurrency, 2);
@@ -94,6 +95,7 @@ fn every_key_is_read_from_the_file() {
         "dm_fallback_timeout_s": 7,
         "results_poll_ms": 250,
         "max_attachment_bytes": 1000,
+        "max_result_bytes": 2000,
         "heartbeat_warn_ms": 500,
         "token_file": "/run/secrets/token",
         "agent_concurrency": 4,
@@ -124,6 +126,7 @@ fn every_key_is_read_from_the_file() {
     assert_eq!(config.dm_fallback_timeout_s, 7);
     assert_eq!(config.results_poll_ms, 250);
     assert_eq!(config.max_attachment_bytes, 1000);
+    assert_eq!(config.max_result_bytes, 2000);
     assert_eq!(config.heartbeat_warn_ms, 500);
     assert_eq!(
         config.token_file.as_deref(),
@@ -284,4 +287,84 @@ fn token_absent_missing_or_empty() {
     empty.token_file = Some(write(dir.path(), "empty", "\n"));
     let err = smol::block_on(empty.token(&env_of(&[]))).unwrap_err();
     assert!(err.to_string().contains("empty"), "{err}");
+}
+
+/// Generous: refusing `/dev/zero` reads 1 MiB + 1 byte; reading it whole
+/// (what the cap prevents) would never end.
+const FAST: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `f` on its own thread and gives its result, or panics after
+/// [`FAST`] (a read without a cap never returns from `/dev/zero`).
+fn refused_fast<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(FAST)
+        .expect("the file was not refused within the bound (read whole?)")
+}
+
+#[test]
+fn a_dev_zero_config_is_refused_fast_naming_the_file_and_the_cap() {
+    let err = refused_fast(|| {
+        load(
+            Some(Path::new("/dev/zero")),
+            &env_of(&[("SMOLCORD_STATE_DIR", "/s")]),
+        )
+        .unwrap_err()
+    });
+    let text = err.to_string();
+    assert!(
+        text.contains("config /dev/zero") && text.contains("larger than 1048576 bytes"),
+        "{text}"
+    );
+    // SMOLCORD_CONFIG takes the same road.
+    let err = refused_fast(|| {
+        load(
+            None,
+            &env_of(&[
+                ("SMOLCORD_STATE_DIR", "/s"),
+                ("SMOLCORD_CONFIG", "/dev/zero"),
+            ]),
+        )
+        .unwrap_err()
+    });
+    assert!(
+        err.to_string().contains("larger than 1048576 bytes"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_oversized_regular_config_is_refused_and_one_at_the_cap_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = smolcord::config::CONFIG_MAX_BYTES as usize;
+    // A valid object padded with spaces to exactly the cap parses.
+    let mut text = String::from(r#"{"tofu": true}"#);
+    text.push_str(&" ".repeat(cap - text.len()));
+    let at_cap = write(dir.path(), "at-cap.json", &text);
+    assert!(
+        load(Some(&at_cap), &env_of(&[("SMOLCORD_STATE_DIR", "/s")]))
+            .unwrap()
+            .tofu
+    );
+    text.push(' ');
+    let over = write(dir.path(), "over.json", &text);
+    let err = load(Some(&over), &env_of(&[("SMOLCORD_STATE_DIR", "/s")])).unwrap_err();
+    assert!(
+        err.to_string().contains("over.json") && err.to_string().contains("larger than"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_dev_zero_token_file_is_refused_fast_naming_the_file_and_the_cap() {
+    let mut config = Config::with_state_dir("/s");
+    config.token_file = Some(PathBuf::from("/dev/zero"));
+    let err = refused_fast(move || smol::block_on(config.token(&env_of(&[]))).unwrap_err());
+    let text = err.to_string();
+    assert!(
+        text.contains("token_file /dev/zero") && text.contains("larger than 4096 bytes"),
+        "{text}"
+    );
 }

@@ -73,8 +73,10 @@ fn beats_land_on_schedule_and_both_clocks_agree() {
             "client and simulator gaps differ by {differences:?} ms"
         );
         assert!(differences.iter().all(|d| *d < 100.0), "{differences:?}");
+        // A skipped beat would show as a gap of two intervals; below that,
+        // a loaded CI core may delay one arrival (tight figures: the bench).
         assert!(
-            conn.worst_gap_ms < interval as f64 * 1.25,
+            conn.worst_gap_ms < interval as f64 * 1.9,
             "worst gap {} ms",
             conn.worst_gap_ms
         );

@@ -81,13 +81,15 @@ fn a_consumer_that_stops_reading_bounds_memory_not_heartbeats() {
             }
         }
 
-        // Heartbeats kept their interval on the simulator's clock, with no
-        // zombie verdict for the ACKs we chose not to read.
+        // Heartbeats kept going on the simulator's clock, with no zombie
+        // verdict for the ACKs we chose not to read. (A beat that waited for
+        // the consumer would show a gap of 5 s; the bound leaves room for a
+        // loaded CI machine. The tight figures are flood_bench's.)
         let stats = sim.stats();
         assert_eq!(stats.connections.len(), 1, "one connection throughout");
         let worst = stats.connections[0].worst_gap_ms;
         assert!(
-            worst <= INTERVAL_MS as f64 * 1.5,
+            worst <= INTERVAL_MS as f64 * 4.0,
             "worst heartbeat gap {worst} ms at a {INTERVAL_MS} ms interval"
         );
         let status = handle.status();

@@ -154,11 +154,9 @@ fn the_binary_trusts_the_ca_file_and_nothing_else() {
     assert_eq!(sim.stats().totals.identifies, 1, "the restart identified");
 }
 
-#[test]
-fn a_ca_file_without_a_certificate_stops_the_start_naming_it() {
+/// `smolcord run` with `SMOLCORD_CA_FILE=ca_file`: its exit code and stderr.
+fn run_with_ca_file(ca_file: &std::path::Path) -> (Option<i32>, String) {
     let state = tempfile::tempdir().unwrap();
-    let ca_file = state.path().join("not-a-ca.pem");
-    std::fs::write(&ca_file, "hello\n").unwrap();
     let mut child = Smolcord::spawn(
         &["run"],
         [
@@ -167,13 +165,36 @@ fn a_ca_file_without_a_certificate_stops_the_start_naming_it() {
             ("SMOLCORD_CA_FILE", ca_file.display().to_string()),
         ],
     );
-    assert_eq!(child.wait(BOUND).code(), Some(1));
-    let stderr = child.stderr();
+    let status = child.wait(BOUND);
+    (status.code(), child.stderr())
+}
+
+#[test]
+fn a_ca_file_without_a_certificate_stops_the_start_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("not-a-ca.pem");
+    std::fs::write(&ca_file, "hello\n").unwrap();
+    let (code, stderr) = run_with_ca_file(&ca_file);
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
             "extra_ca_file (or SMOLCORD_CA_FILE): CA file {}: no `BEGIN CERTIFICATE` block found",
             ca_file.display()
         )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_ca_file_over_the_cap_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("huge.pem");
+    let cap = smolcord::transport::tls::MAX_CA_FILE_BYTES;
+    std::fs::write(&ca_file, vec![b'a'; cap as usize + 1]).unwrap();
+    let (code, stderr) = run_with_ca_file(&ca_file);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("is larger than {cap} bytes")),
         "{stderr}"
     );
 }

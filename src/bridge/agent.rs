@@ -2,7 +2,8 @@
 //! stdout is the reply. While it runs the user sees a typing indicator
 //! (renewed every ~8 s; Discord shows one for about 10 s) and, if it takes
 //! long, a "working…" placeholder that the reply then replaces. Runs are
-//! capped at `agent_concurrency` at once.
+//! capped at `agent_concurrency` at once. Output past the capture cap
+//! (1 MiB) is dropped, and the reply then says so in its last line.
 
 use super::counters::Counter;
 use super::ctx::Ctx;
@@ -20,10 +21,18 @@ use std::time::{Duration, Instant};
 /// The placeholder's text.
 pub const PLACEHOLDER: &str = "working…";
 
+/// A reply from the agent.
+pub(crate) struct Reply {
+    /// What it printed (within the cap).
+    pub text: String,
+    /// Set when the output was cut at the cap: a line telling the user.
+    pub cut_note: Option<String>,
+}
+
 /// What the agent run gave.
 pub(crate) struct AgentRun {
     /// The reply, or the text telling the user it failed.
-    pub reply: Result<String, String>,
+    pub reply: Result<Reply, String>,
     /// The placeholder message, if one was posted.
     pub placeholder: Option<String>,
 }
@@ -36,6 +45,7 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let program = argv.first().cloned().unwrap_or_default();
     let mut spec = super::tool_command(argv, timeout);
     spec.stdin = serde_json::to_vec(task).ok();
+    let output_cap = spec.output_cap;
 
     // The indicator runs as its own task so that stopping it never cuts a
     // REST call in half (a half-sent placeholder would be left behind).
@@ -56,7 +66,7 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let placeholder = done_rx.recv().await.unwrap_or(None);
 
     let reply = match result {
-        Ok(out) => judge(ctx, &program, timeout, &out),
+        Ok(out) => judge(ctx, &program, timeout, output_cap, &out),
         Err(e) => {
             log::warn!("agent_cmd could not be run: {e}");
             ctx.counters.bump(Counter::AgentFailures);
@@ -72,8 +82,9 @@ fn judge(
     ctx: &Ctx,
     program: &str,
     timeout: Duration,
+    output_cap: usize,
     out: &CommandOutput,
-) -> Result<String, String> {
+) -> Result<Reply, String> {
     let fail = |status: Option<i64>, why: String, user: String| {
         log::warn!("agent_cmd {why}");
         ctx.counters.bump(Counter::AgentFailures);
@@ -108,7 +119,23 @@ fn judge(
             "The agent finished without a reply.".to_owned(),
         );
     }
-    Ok(text)
+    let cut_note = out.stdout_truncated.then(|| {
+        log::warn!("agent_cmd printed more than {output_cap} bytes; the reply is cut there");
+        format!(
+            "(The agent's reply was longer than {} and was cut there; the rest was dropped.)",
+            size_text(output_cap)
+        )
+    });
+    Ok(Reply { text, cut_note })
+}
+
+fn size_text(bytes: usize) -> String {
+    const MIB: usize = 1 << 20;
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// Timeout of one typing or placeholder request (the reply's own requests

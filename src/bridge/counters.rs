@@ -23,12 +23,15 @@ struct Inner {
     tasks_spooled: AtomicU64,
     results_delivered: AtomicU64,
     results_malformed: AtomicU64,
+    results_rejected: AtomicU64,
     fallbacks_run: AtomicU64,
     undelivered: AtomicU64,
     failures: AtomicU64,
     refused: AtomicU64,
     pairing_codes_issued: AtomicU64,
     replays_skipped: AtomicU64,
+    messages_dropped: AtomicU64,
+    jobs_peak: AtomicU64,
     safe_mode: AtomicBool,
 }
 
@@ -53,6 +56,8 @@ pub struct CountersSnapshot {
     pub results_delivered: u64,
     /// Result files moved aside as malformed.
     pub results_malformed: u64,
+    /// Result files refused unread (too large, or not a regular file).
+    pub results_rejected: u64,
     /// DM fallback command runs.
     pub fallbacks_run: u64,
     /// Replies that could not be delivered (archived with the outcome).
@@ -65,6 +70,12 @@ pub struct CountersSnapshot {
     pub pairing_codes_issued: u64,
     /// Replayed messages skipped (already processed before a restart).
     pub replays_skipped: u64,
+    /// Messages dropped unhandled because the bridge was busy (only from
+    /// people it would not answer anyway: strangers, or anyone but the
+    /// owner in safe mode); counted in `refused` too.
+    pub messages_dropped: u64,
+    /// The most messages queued or being handled at once in this run.
+    pub jobs_peak: u64,
     /// Whether this run is in safe mode.
     pub safe_mode: bool,
 }
@@ -81,12 +92,14 @@ pub(crate) enum Counter {
     TasksSpooled,
     ResultsDelivered,
     ResultsMalformed,
+    ResultsRejected,
     FallbacksRun,
     Undelivered,
     Failures,
     Refused,
     PairingCodesIssued,
     ReplaysSkipped,
+    MessagesDropped,
 }
 
 impl BridgeCounters {
@@ -102,14 +115,23 @@ impl BridgeCounters {
             Counter::TasksSpooled => &i.tasks_spooled,
             Counter::ResultsDelivered => &i.results_delivered,
             Counter::ResultsMalformed => &i.results_malformed,
+            Counter::ResultsRejected => &i.results_rejected,
             Counter::FallbacksRun => &i.fallbacks_run,
             Counter::Undelivered => &i.undelivered,
             Counter::Failures => &i.failures,
             Counter::Refused => &i.refused,
             Counter::PairingCodesIssued => &i.pairing_codes_issued,
             Counter::ReplaysSkipped => &i.replays_skipped,
+            Counter::MessagesDropped => &i.messages_dropped,
         };
         cell.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Notes how many jobs are queued or being handled now.
+    pub(crate) fn jobs_now(&self, jobs: usize) {
+        self.inner
+            .jobs_peak
+            .fetch_max(jobs as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn set_safe_mode(&self, on: bool) {
@@ -130,12 +152,15 @@ impl BridgeCounters {
             tasks_spooled: get(&i.tasks_spooled),
             results_delivered: get(&i.results_delivered),
             results_malformed: get(&i.results_malformed),
+            results_rejected: get(&i.results_rejected),
             fallbacks_run: get(&i.fallbacks_run),
             undelivered: get(&i.undelivered),
             failures: get(&i.failures),
             refused: get(&i.refused),
             pairing_codes_issued: get(&i.pairing_codes_issued),
             replays_skipped: get(&i.replays_skipped),
+            messages_dropped: get(&i.messages_dropped),
+            jobs_peak: get(&i.jobs_peak),
             safe_mode: i.safe_mode.load(Ordering::Relaxed),
         }
     }

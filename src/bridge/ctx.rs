@@ -6,10 +6,10 @@ use super::counters::BridgeCounters;
 use super::inflight::Inflight;
 use super::pairing::PairingBook;
 use super::persist::{Coalescing, SeqFloor};
+use super::queue::JobQueues;
 use super::report::Reporter;
 use super::restart::RuntimeState;
 use super::spool::Spool;
-use super::worker::Job;
 use super::Tunables;
 use crate::config::Config;
 use crate::protocol::Snowflake;
@@ -17,7 +17,6 @@ use crate::rest::RestClient;
 use smol::lock::Semaphore;
 use smol::LocalExecutor;
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Weak;
@@ -40,7 +39,7 @@ pub(crate) struct Ctx {
     pub floor: RefCell<SeqFloor>,
     pub inflight: Inflight,
     /// Per-channel queues of messages waiting for their channel's worker.
-    pub queues: RefCell<HashMap<Snowflake, VecDeque<Job>>>,
+    pub queues: JobQueues,
     pub agent_slots: Semaphore,
     pub transcribe_slots: Semaphore,
     /// A turn succeeded in this run (the failure counter was cleared).

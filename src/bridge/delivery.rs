@@ -1,6 +1,8 @@
 //! Delivery: a reply or result goes out as Discord-sized messages (split on
 //! line boundaries at 2000 characters; the REST client honours 429s and
-//! rate-limit buckets and retries 5xx). When it fails for good (403,
+//! rate-limit buckets and retries 5xx), or, when that would take more than
+//! [`MAX_REPLY_MESSAGES`] messages, as one text file with a short message.
+//! When it fails for good (403,
 //! unknown channel, 5xx after retries, rate limited beyond the budget), the
 //! `dm_fallback_cmd` gets the result JSON on stdin (bounded by
 //! `dm_fallback_timeout_s`), and the result is archived with the outcome:
@@ -12,11 +14,22 @@ use super::spool::{ArchiveEntry, Outcome};
 use crate::offload::run_command;
 use crate::protocol::Snowflake;
 use crate::recorder::FailureKind;
-use crate::rest::{split_message, RestError, MESSAGE_LIMIT};
+use crate::rest::{split_message, RestError, Upload, MESSAGE_LIMIT};
 use crate::status::now_unix_ms;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
+
+/// A reply longer than this many messages goes out as one text file (with
+/// a short message) instead. Three messages (6 000 characters) still read
+/// as one reply in a chat; past that a wall of messages buries the
+/// conversation, and each costs a request against the channel's rate limit
+/// (about 5 per 5 s: a 1 MiB reply would be ~525 messages and ~9 minutes),
+/// where the file is one request and keeps the text whole.
+pub(crate) const MAX_REPLY_MESSAGES: usize = 3;
+/// The name of that file.
+pub(crate) const REPLY_FILE: &str = "reply.txt";
 
 /// How a send failed, with what got through before.
 #[derive(Debug)]
@@ -33,9 +46,88 @@ pub(crate) async fn send_chunks(
     content: &str,
     placeholder: Option<&str>,
 ) -> Result<Vec<String>, SendFailure> {
+    send_split(
+        ctx,
+        channel,
+        &split_message(content, MESSAGE_LIMIT),
+        placeholder,
+    )
+    .await
+}
+
+/// Sends a reply: `content` with `note` as its last line, in at most
+/// [`MAX_REPLY_MESSAGES`] messages, else as [`REPLY_FILE`] with a short
+/// message (which carries the note too). The first message replaces
+/// `placeholder` when there is one.
+pub(crate) async fn send_reply(
+    ctx: &Ctx,
+    channel: Snowflake,
+    content: &str,
+    note: Option<&str>,
+    placeholder: Option<&str>,
+) -> Result<Vec<String>, SendFailure> {
+    let text: Cow<'_, str> = match note {
+        Some(note) => format!("{content}\n\n{note}").into(),
+        None => content.into(),
+    };
+    let chunks = split_message(&text, MESSAGE_LIMIT);
+    if chunks.len() <= MAX_REPLY_MESSAGES {
+        return send_split(ctx, channel, &chunks, placeholder).await;
+    }
+    drop(chunks);
+    let mut message = format!(
+        "The reply is {} characters long, so here it is as a file ({REPLY_FILE}).",
+        text.chars().count()
+    );
+    if let Some(note) = note {
+        message = format!("{message}\n{note}");
+    }
+    let file = Upload {
+        filename: REPLY_FILE,
+        content_type: "text/plain; charset=utf-8",
+        bytes: text.as_bytes(),
+    };
+    let channel = channel.to_string();
+    let sent = match placeholder {
+        Some(id) => {
+            match ctx
+                .rest
+                .edit_message_with_file(&channel, id, &message, file)
+                .await
+            {
+                Ok(message) => Ok(message),
+                Err(e) => {
+                    log::warn!("replacing the placeholder failed ({e}); sending the reply as a new message");
+                    ctx.rest
+                        .create_message_with_file(&channel, &message, file)
+                        .await
+                }
+            }
+        }
+        None => {
+            ctx.rest
+                .create_message_with_file(&channel, &message, file)
+                .await
+        }
+    };
+    match sent {
+        Ok(message) => Ok(vec![message.id]),
+        Err(error) => Err(SendFailure {
+            error,
+            delivered: Vec::new(),
+        }),
+    }
+}
+
+async fn send_split(
+    ctx: &Ctx,
+    channel: Snowflake,
+    chunks: &[String],
+    placeholder: Option<&str>,
+) -> Result<Vec<String>, SendFailure> {
     let channel = channel.to_string();
     let mut delivered = Vec::new();
-    for (index, chunk) in split_message(content, MESSAGE_LIMIT).iter().enumerate() {
+    for (index, chunk) in chunks.iter().enumerate() {
         let sent = match placeholder.filter(|_| index == 0) {
             Some(id) => match ctx.rest.edit_message(&channel, id, chunk).await {
                 Ok(message) => Ok(message),
@@ -109,6 +201,8 @@ pub(crate) struct Outgoing<'a> {
     pub id: &'a str,
     pub channel: Snowflake,
     pub content: &'a str,
+    /// A line for the user about the reply itself (say, that it was cut).
+    pub note: Option<&'a str>,
     pub placeholder: Option<&'a str>,
     /// Archive even when delivered (spool results); replies are archived
     /// only when delivery failed.
@@ -122,7 +216,7 @@ pub(crate) struct Outgoing<'a> {
 /// file that could not be archived is not delivered again and again).
 pub(crate) async fn deliver(ctx: &Ctx, out: Outgoing<'_>) -> Result<Outcome, Outcome> {
     let (outcome, error, delivered) =
-        match send_chunks(ctx, out.channel, out.content, out.placeholder).await {
+        match send_reply(ctx, out.channel, out.content, out.note, out.placeholder).await {
             Ok(ids) => {
                 ctx.counters.bump(Counter::RepliesDelivered);
                 ctx.turn_succeeded();

@@ -1,17 +1,25 @@
 //! The dispatch loop: consumes the shard's events in order and never waits
-//! on anything slow. Messages are classified and queued per channel;
+//! on anything slow but room in the job queues: at their bound it stops
+//! taking events (so the shard stops reading: backpressure), or drops a
+//! message the bridge would not answer anyway (counted, logged at most
+//! every [`DROP_LOG_INTERVAL`]; see [`super::queue`]). Messages are
+//! classified and queued per channel;
 //! READY/RESUMED restore access before any decision and send the restart
 //! and safe-mode notices; heartbeats trigger the (coalesced, background)
 //! session and status saves; the owner's `!restart` writes its marker and
 //! ends the loop. On the way out: the bounded drain and the final save.
 
+use super::access::Role;
 use super::counters;
+use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
 use super::persist::Coalescing;
+use super::queue::Room;
 use super::restart::{self, RestartMarker};
+use super::throttle::{Throttle, Verdict};
 use super::{access, results, worker, BridgeOutcome};
 use crate::offload;
 use crate::protocol::{Message, Ready, Snowflake};
@@ -20,8 +28,19 @@ use crate::shard::{ShardError, ShardEvent, ShardHandle};
 use crate::status::{now_unix_ms, StatusSnapshot};
 use smol::channel::{Receiver, Sender};
 use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// A dropped message is logged at most once per this long, with the count
+/// since the last line.
+pub(crate) const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// Events handled between two yields to the executor (each is a decode, a
+/// classification and at most a queue push: well under a millisecond).
+const YIELD_EVERY: u32 = 32;
+/// While the loop waits for room, session and status are still saved this
+/// often (`smolcord status`, a health check, reads the status file).
+const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
 
 pub(crate) struct Writers {
     pub session: Coalescing,
@@ -38,6 +57,8 @@ pub(crate) struct Loop {
     pub marker: Option<RestartMarker>,
     pub reload: Receiver<()>,
     pub safe_mode_told: bool,
+    /// Rate limit of the "dropped" log line.
+    pub drop_log: Throttle<()>,
 }
 
 enum Wake {
@@ -53,7 +74,15 @@ impl Loop {
         poll_stop: Sender<()>,
     ) -> BridgeOutcome {
         let mut stop = std::pin::pin!(stop);
+        let mut since_yield = 0;
         let outcome = loop {
+            // Events already waiting are taken without a pause: yield now
+            // and then, so a burst never holds the thread for long.
+            since_yield += 1;
+            if since_yield == YIELD_EVERY {
+                since_yield = 0;
+                futures_lite::future::yield_now().await;
+            }
             let wake = futures_lite::future::or(
                 async {
                     (&mut stop).await;
@@ -119,7 +148,9 @@ impl Loop {
                             self.ctx.floor.borrow_mut().consumed(seq);
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
-                                    if let Some(outcome) = self.on_message(message, seq).await {
+                                    let outcome =
+                                        self.on_message(message, seq, stop.as_mut()).await;
+                                    if let Some(outcome) = outcome {
                                         break outcome;
                                     }
                                 }
@@ -210,7 +241,12 @@ impl Loop {
         }
     }
 
-    async fn on_message(&mut self, message: Message, seq: u64) -> Option<BridgeOutcome> {
+    async fn on_message<S: Future<Output = ()>>(
+        &mut self,
+        message: Message,
+        seq: u64,
+        mut stop: Pin<&mut S>,
+    ) -> Option<BridgeOutcome> {
         let ctx = &self.ctx;
         let role = ctx.access.borrow().role(message.author.id);
         let intake = classify(&message, ctx.bot_user(), &ctx.runtime.borrow(), role);
@@ -228,23 +264,107 @@ impl Loop {
                 return Some(BridgeOutcome::RestartRequested);
             }
             Intake::Queue => {
+                // Strangers get at most a pairing code; in safe mode only
+                // the owner is answered.
+                let droppable =
+                    role == Role::Stranger || (ctx.safe_mode.get() && role != Role::Owner);
+                let channel = message.channel_id;
+                // The ticket holds the saved seq below this message until
+                // it is handled, also while it waits for room.
                 let ticket = ctx.floor.borrow_mut().begin(seq);
                 let guard = ctx.inflight.begin(format!(
-                    "message {} in channel {}: queued",
-                    message.id, message.channel_id
+                    "message {} in channel {channel}: queued",
+                    message.id
                 ));
-                worker::enqueue(
-                    ctx,
-                    worker::Job {
-                        message,
-                        ticket,
-                        guard,
-                        received_unix_ms: now_unix_ms(),
-                    },
-                );
+                let job = worker::Job {
+                    message,
+                    ticket,
+                    guard,
+                    received_unix_ms: now_unix_ms(),
+                };
+                loop {
+                    let freed = ctx.queues.freed();
+                    match ctx.queues.room_for(channel, droppable) {
+                        Room::Now => {
+                            if ctx.queues.push(job) {
+                                worker::start_worker(ctx, channel);
+                            }
+                            break;
+                        }
+                        Room::Drop => {
+                            ctx.floor.borrow_mut().end(ticket);
+                            self.dropped();
+                            break;
+                        }
+                        Room::Wait => {
+                            if !self.wait_for_room(freed, stop.as_mut()).await {
+                                // Not handled: the saved seq stays below
+                                // it, so a resume replays it.
+                                return Some(BridgeOutcome::Stopped);
+                            }
+                        }
+                    }
+                }
             }
         }
         None
+    }
+
+    /// Waits until `freed` fires (true) or `stop` resolves (false), saving
+    /// session and status meanwhile.
+    async fn wait_for_room<S: Future<Output = ()>>(
+        &self,
+        freed: event_listener::EventListener,
+        mut stop: Pin<&mut S>,
+    ) -> bool {
+        log::debug!(
+            "{} messages queued or being handled: waiting for room",
+            self.ctx.queues.jobs()
+        );
+        let mut freed = std::pin::pin!(freed);
+        loop {
+            let woke = futures_lite::future::or(
+                async {
+                    (&mut freed).await;
+                    Some(true)
+                },
+                futures_lite::future::or(
+                    async {
+                        stop.as_mut().await;
+                        Some(false)
+                    },
+                    async {
+                        async_io::Timer::after(SAVE_WHILE_WAITING).await;
+                        None
+                    },
+                ),
+            )
+            .await;
+            match woke {
+                Some(freed) => return freed,
+                None => self.save_session_and_status(),
+            }
+        }
+    }
+
+    /// A message dropped at a queue bound: counted, journalled and logged,
+    /// both rate-limited.
+    fn dropped(&self) {
+        let ctx = &self.ctx;
+        ctx.counters.bump(Counter::MessagesDropped);
+        ctx.counters.bump(Counter::Refused);
+        ctx.reporter.fail(
+            FailureKind::AccessRefused,
+            "intake",
+            None,
+            "message from someone not answered dropped: the bridge was busy",
+        );
+        if let Verdict::Pass { held_back } = self.drop_log.check(&(), Instant::now()) {
+            log::warn!(
+                "busy ({} messages queued or being handled): dropped a message from someone the bot does not answer ({held_back} more dropped since the last report)",
+                ctx.queues.jobs()
+            );
+        }
     }
 
     async fn restart_requested(&self, message: &Message) {
@@ -284,6 +404,9 @@ impl Loop {
         let ctx = &self.ctx;
         ctx.stopping.set(true);
         drop(poll_stop);
+        if let Some((_, held_back)) = self.drop_log.take_held_back().pop() {
+            log::warn!("{held_back} more messages were dropped while the bridge was busy");
+        }
         let bound = ctx.tunables.drain_timeout;
         let left = ctx.inflight.drain(Instant::now() + bound).await;
         if left.is_empty() {
@@ -302,6 +425,7 @@ impl Loop {
         // The floor still holds the abandoned messages' seqs, so the saved
         // session resumes before them.
         self.save_session_and_status();
+        ctx.reporter.flush_held_back();
         ctx.runtime_writer.set(&*ctx.runtime.borrow());
         let flush = async {
             ctx.runtime_writer.flush().await;

@@ -42,10 +42,12 @@ mod inflight;
 mod intake;
 pub mod pairing;
 mod persist;
+mod queue;
 mod report;
 pub mod restart;
 mod results;
 pub mod spool;
+mod throttle;
 mod transcribe;
 mod watch;
 mod worker;
@@ -55,6 +57,7 @@ pub use agent::PLACEHOLDER;
 pub use counters::{BridgeCounters, CountersSnapshot};
 pub use pairing::{approve_code, Approval, PairError, PairingRules};
 pub use persist::{load_session_state, session_path, SESSION_FILE};
+pub use queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
 
 use crate::config::Config;
 use crate::offload;
@@ -365,7 +368,7 @@ impl Bridge {
             tunables: self.tunables,
             rest: self.rest,
             reporter: self.reporter,
-            counters: self.counters,
+            counters: self.counters.clone(),
             safe_mode: Cell::new(self.safe_mode),
             access: RefCell::new(self.access),
             pairing: RefCell::new(self.pairing),
@@ -373,7 +376,7 @@ impl Bridge {
             runtime_writer,
             floor: RefCell::new(SeqFloor::default()),
             inflight: Inflight::new(),
-            queues: RefCell::default(),
+            queues: queue::JobQueues::new(self.counters.clone()),
             agent_slots: Semaphore::new(concurrency),
             transcribe_slots: Semaphore::new(self.tunables.transcribe_concurrency.max(1)),
             turn_done: Cell::new(false),
@@ -404,6 +407,7 @@ impl Bridge {
             marker: self.marker,
             reload: self.reload_rx,
             safe_mode_told: false,
+            drop_log: throttle::Throttle::new(1, dispatch::DROP_LOG_INTERVAL),
         };
         let outcome = ex
             .run(crate::loopwatch::watch(

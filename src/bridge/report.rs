@@ -1,20 +1,40 @@
 //! Reporting a failure: to the recorder (synchronous admission, never
 //! awaited) and to the `failures` counter. Messages carry types and
 //! reasons only: no user content, no ids that identify a person, no token.
+//!
+//! The same failure repeated in a burst (a crowd of strangers refused, a
+//! thousand results refused for one reason) is journalled
+//! [`JOURNAL_BURST`] times per [`JOURNAL_WINDOW`]; the rest are counted and
+//! the next record says how many were held back, so a flood of one kind
+//! cannot fill the recorder's slots and push out the records that matter.
 
 use super::counters::{BridgeCounters, Counter};
+use super::throttle::{Throttle, Verdict};
 use crate::recorder::{Admission, Failure, FailureKind, Recorder};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Records of one kind, place and reason journalled per window: enough to
+/// see a pattern and when it started, well under the recorder's 32 slots.
+pub(crate) const JOURNAL_BURST: u32 = 10;
+/// The window of [`JOURNAL_BURST`].
+pub(crate) const JOURNAL_WINDOW: Duration = Duration::from_secs(60);
 
 /// The bridge's failure reporter. Cheap to clone.
 #[derive(Clone, Debug)]
 pub(crate) struct Reporter {
     recorder: Recorder,
     counters: BridgeCounters,
+    throttle: Arc<Throttle<(FailureKind, String, String)>>,
 }
 
 impl Reporter {
     pub fn new(recorder: Recorder, counters: BridgeCounters) -> Reporter {
-        Reporter { recorder, counters }
+        Reporter {
+            recorder,
+            counters,
+            throttle: Arc::new(Throttle::new(JOURNAL_BURST, JOURNAL_WINDOW)),
+        }
     }
 
     /// Records a failure; returns at once.
@@ -26,11 +46,37 @@ impl Reporter {
         message: impl Into<String>,
     ) {
         self.counters.bump(Counter::Failures);
+        let key = (kind, place.into(), message.into());
+        let verdict = self.throttle.check(&key, Instant::now());
+        let (kind, place, mut message) = key;
+        match verdict {
+            Verdict::HoldBack => {
+                log::debug!("failure record ({kind:?}, {place}) held back: repeated");
+                return;
+            }
+            Verdict::Pass { held_back: 0 } => {}
+            Verdict::Pass { held_back } => {
+                message = format!("{message} (and {held_back} more like it, not journalled)");
+            }
+        }
+        self.record(kind, place, status, message);
+    }
+
+    /// Journals the counts still held back (at shutdown), one record per
+    /// kind of failure.
+    pub fn flush_held_back(&self) {
+        for ((kind, place, message), held_back) in self.throttle.take_held_back() {
+            let message = format!("{message} ({held_back} more like it, not journalled)");
+            self.record(kind, place, None, message);
+        }
+    }
+
+    fn record(&self, kind: FailureKind, place: String, status: Option<i64>, message: String) {
         let failure = Failure {
             kind,
-            place: place.into(),
+            place,
             status,
-            message: message.into(),
+            message,
         };
         if self.recorder.record(failure) == Admission::Dropped {
             log::debug!("failure record ({kind:?}) dropped by the recorder");

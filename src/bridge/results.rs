@@ -1,41 +1,82 @@
 //! The results poller: when a file lands in `spool/results/` (an inotify
 //! watch; or every `results_poll_ms` where the directory cannot be watched)
-//! it picks up `spool/results/*.json`, delivers each (falling back and
-//! archiving as [`super::delivery`] says), and moves malformed files aside.
-//! While pairing codes are pending it also ticks every `results_poll_ms` to
-//! notice approvals, so an approved user hears about it without writing
-//! again. Otherwise nothing runs in between: an idle bridge wakes here only
-//! for a safety re-scan once a minute.
+//! it pages through `spool/results/*.json` and hands each file to one of
+//! [`DELIVERY_WORKERS`] delivery tasks, which read and parse it off the
+//! loop (at most `max_result_bytes`, never through a symbolic link),
+//! deliver it (falling back and archiving as [`super::delivery`] says), and
+//! set bad files aside. While pairing codes are pending it also ticks every
+//! `results_poll_ms` to notice approvals, so an approved user hears about it
+//! without writing again. Otherwise nothing runs in between: an idle bridge
+//! wakes here only for a safety re-scan once a minute.
+//!
+//! Bounded however many files arrive at once: one scan holds at most
+//! [`SCAN_PAGE`] names, and the poller waits for a free worker before it
+//! takes the next, so a result waits on disk, not in memory, and its
+//! delivery's time budget (the REST client's rate-limit and retry bounds)
+//! starts only when a worker takes it.
 
 use super::access::Role;
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::{deliver, notify, Outgoing};
 use super::pairing::{self, APPROVED_MESSAGE};
-use super::spool::{result_id, BadResult, Outcome};
+use super::spool::{result_id, Aside, BadResult, Outcome};
 use super::watch::DirWatch;
 use super::worker::reread_access;
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
 use async_io::Timer;
 use smol::channel::Receiver;
+use smol::lock::Semaphore;
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// With a directory watch, a re-scan this often still catches anything a
 /// watch could miss (and prunes expired pairing codes).
 const WATCHED_RESCAN: Duration = Duration::from_secs(60);
 
+/// Results delivered at once. Each holds a REST call (a blocking-pool
+/// thread while it is on the wire) and a result of up to `max_result_bytes`.
+/// Four calls of ~100 ms each to Discord make ~40 requests/s, just under
+/// its global limit of 50/s; more workers would only wait in the rate
+/// limiter, holding memory and threads, and would make a burst of results
+/// crowd out the replies to live messages.
+pub(crate) const DELIVERY_WORKERS: usize = 4;
+
+/// Result names one directory scan holds at most (a page; the poller pages
+/// on until the directory is done).
+pub(crate) const SCAN_PAGE: usize = 64;
+
+/// Files that could not be archived are not delivered again in this run
+/// (they would be delivered over and over); past this many the poller
+/// stops taking results until a restart, with an error (the disk is
+/// failing; the results wait safely in `spool/results/`).
+const MAX_STUCK: usize = 256;
+
+/// Which result files are being delivered or stuck (never retried in this
+/// run).
+#[derive(Default)]
+struct Book {
+    delivering: HashSet<PathBuf>,
+    stuck: HashSet<PathBuf>,
+}
+
+impl Book {
+    fn is_busy(&self, path: &Path) -> bool {
+        self.delivering.contains(path) || self.stuck.contains(path)
+    }
+}
+
 /// Runs until `stop` closes.
 pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
     let watch = DirWatch::new(ctx.spool.results.clone()).await;
     let poll_interval = Duration::from_millis(ctx.config.results_poll_ms.max(1));
-    // Files being delivered, or that could not be archived (never retried
-    // in this run, so a stuck file cannot be delivered over and over).
-    let busy: Rc<RefCell<HashSet<PathBuf>>> = Rc::default();
+    let workers = Arc::new(Semaphore::new(DELIVERY_WORKERS));
+    let book: Rc<RefCell<Book>> = Rc::default();
     let mut listing_failed = false;
     // The first scan runs at once: results may have arrived while the
     // bridge was down, or before the watch existed.
@@ -73,43 +114,123 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
             return;
         }
         watch_approvals(&ctx).await;
-        let paths = match ctx.spool.pending_results().await {
-            Ok(paths) => {
-                listing_failed = false;
-                paths
-            }
-            Err(e) => {
+        if book.borrow().stuck.len() >= MAX_STUCK {
+            continue;
+        }
+        match scan(&ctx, &stop, &workers, &book).await {
+            Scan::Done => listing_failed = false,
+            Scan::Stopped => return,
+            Scan::ListingFailed(e) => {
                 if !listing_failed {
                     log::error!("cannot list the results spool: {e}");
                     ctx.reporter
                         .fail(FailureKind::State, "spool/results", None, "listing failed");
                 }
                 listing_failed = true;
-                continue;
             }
+        }
+    }
+}
+
+enum Scan {
+    Done,
+    Stopped,
+    ListingFailed(crate::offload::Error),
+}
+
+/// Pages through the results directory, handing each file not already
+/// taken to a delivery worker as one becomes free.
+async fn scan(
+    ctx: &Rc<Ctx>,
+    stop: &Receiver<()>,
+    workers: &Arc<Semaphore>,
+    book: &Rc<RefCell<Book>>,
+) -> Scan {
+    let mut after = None;
+    loop {
+        let (page, more) = match ctx.spool.pending_results(after.take(), SCAN_PAGE).await {
+            Ok(listed) => listed,
+            Err(e) => return Scan::ListingFailed(e),
         };
-        for path in paths {
-            if !busy.borrow_mut().insert(path.clone()) {
+        after = page.last().and_then(|p| p.file_name()).map(Into::into);
+        for path in page {
+            if book.borrow().is_busy(&path) {
                 continue;
             }
-            let (task_ctx, busy) = (ctx.clone(), busy.clone());
+            let permit = futures_lite::future::or(
+                async {
+                    let _ = stop.recv().await;
+                    None
+                },
+                async { Some(workers.acquire_arc().await) },
+            )
+            .await;
+            let Some(permit) = permit.filter(|_| !ctx.stopping.get()) else {
+                return Scan::Stopped;
+            };
+            if book.borrow().stuck.len() >= MAX_STUCK {
+                log::error!(
+                    "{MAX_STUCK} result files could not be archived; no more results are taken until a restart (they wait in {})",
+                    ctx.spool.results.display()
+                );
+                return Scan::Done;
+            }
+            book.borrow_mut().delivering.insert(path.clone());
             // Counted from now, so a shutdown's drain cannot miss it.
             let guard = ctx.inflight.begin(format!("result {}", result_id(&path)));
+            let (task_ctx, book) = (ctx.clone(), book.clone());
             ctx.spawn("bridge-result", async move {
                 let _guard = guard;
-                if deliver_result(&task_ctx, &path).await {
-                    busy.borrow_mut().remove(&path);
+                let retry_later = deliver_result(&task_ctx, &path).await;
+                let mut book = book.borrow_mut();
+                book.delivering.remove(&path);
+                if !retry_later {
+                    book.stuck.insert(path);
                 }
+                drop(permit);
             });
+        }
+        if !more {
+            return Scan::Done;
         }
     }
 }
 
 /// Delivers one result file; returns whether it may be looked at again.
-async fn deliver_result(ctx: &Ctx, path: &std::path::Path) -> bool {
+async fn deliver_result(ctx: &Ctx, path: &Path) -> bool {
     let id = result_id(path);
-    let result = match ctx.spool.read_result(path).await {
-        Ok(result) => result,
+    let (why, aside) = match ctx
+        .spool
+        .read_result(path, ctx.config.max_result_bytes)
+        .await
+    {
+        Ok(result) => {
+            let outcome = deliver(
+                ctx,
+                Outgoing {
+                    id: &id,
+                    channel: result.channel_id,
+                    content: &result.content,
+                    note: None,
+                    placeholder: None,
+                    archive_delivered: true,
+                    source: Some(path),
+                },
+            )
+            .await;
+            return match outcome {
+                Ok(Outcome::Delivered) => {
+                    ctx.counters.bump(Counter::ResultsDelivered);
+                    true
+                }
+                Ok(_) => true,
+                Err(_) => false,
+            };
+        }
+        Err(BadResult::Vanished) => {
+            log::debug!("{} is gone (delivered already)", path.display());
+            return true;
+        }
         Err(BadResult::Io(e)) => {
             log::warn!("reading {}: {e}; will retry", path.display());
             return true;
@@ -122,44 +243,34 @@ async fn deliver_result(ctx: &Ctx, path: &std::path::Path) -> bool {
                 None,
                 "malformed result file",
             );
-            return match ctx.spool.move_aside(path, now_unix_ms()).await {
-                Ok(target) => {
-                    log::error!(
-                        "{} is not a valid result ({why}); moved it to {} (expected {{\"channel_id\": \"…\", \"content\": \"…\"}})",
-                        path.display(),
-                        target.display()
-                    );
-                    true
-                }
-                Err(e) => {
-                    log::error!(
-                        "{} is not a valid result ({why}) and could not be moved aside ({e}); leaving it until restart",
-                        path.display()
-                    );
-                    false
-                }
-            };
+            (
+                format!("is not a valid result ({why}; expected {{\"channel_id\": \"…\", \"content\": \"…\"}})"),
+                Aside::Malformed,
+            )
+        }
+        Err(BadResult::Rejected(why)) => {
+            ctx.counters.bump(Counter::ResultsRejected);
+            ctx.reporter.fail(
+                FailureKind::Delivery,
+                "spool/results",
+                None,
+                format!("result file refused unread: {why}"),
+            );
+            (format!("was refused unread: {why}"), Aside::Rejected)
         }
     };
-    let outcome = deliver(
-        ctx,
-        Outgoing {
-            id: &id,
-            channel: result.channel_id,
-            content: &result.content,
-            placeholder: None,
-            archive_delivered: true,
-            source: Some(path),
-        },
-    )
-    .await;
-    match outcome {
-        Ok(Outcome::Delivered) => {
-            ctx.counters.bump(Counter::ResultsDelivered);
+    match ctx.spool.set_aside(path, aside, now_unix_ms()).await {
+        Ok(target) => {
+            log::error!("{} {why}; moved it to {}", path.display(), target.display());
             true
         }
-        Ok(_) => true,
-        Err(_) => false,
+        Err(e) => {
+            log::error!(
+                "{} {why}, and it could not be moved aside ({e}); leaving it until restart",
+                path.display()
+            );
+            false
+        }
     }
 }
 

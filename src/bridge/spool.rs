@@ -5,7 +5,10 @@
 //! spool/tasks/ID.json      a task, written atomically by the bridge
 //! spool/results/ID.json    {"channel_id": "...", "content": "..."} from the agent
 //! spool/archive/ID.json    a result after delivery, with the outcome
-//! spool/malformed/ID.json  a result file that could not be read, kept as is
+//! spool/malformed/ID.json  a result file that is not a valid result, kept as is
+//! spool/rejected/ID.json   a result file refused unread: larger than
+//!                          `max_result_bytes`, or not a regular file (a
+//!                          symbolic link is never followed)
 //! ```
 //!
 //! Agents must write results atomically (write a temp file, then rename it
@@ -28,6 +31,8 @@ pub struct Spool {
     pub archive: PathBuf,
     /// `spool/malformed`.
     pub malformed: PathBuf,
+    /// `spool/rejected`.
+    pub rejected: PathBuf,
 }
 
 /// A message handed to the agent.
@@ -189,10 +194,25 @@ pub struct ArchiveEntry {
 /// Why a result file could not be used.
 #[derive(Debug)]
 pub enum BadResult {
-    /// Not JSON of the right shape (moved aside).
+    /// Not JSON of the right shape (moved to `malformed/`).
     Malformed(String),
+    /// Refused unread: too large, or not a regular file (moved to `rejected/`).
+    Rejected(String),
+    /// Gone before it was read: delivered and archived already (a scan can
+    /// list a file just before its delivery removes it), or taken back by
+    /// the agent. Nothing to do.
+    Vanished,
     /// Could not be read at all (left in place, retried).
     Io(offload::Error),
+}
+
+/// Where [`Spool::set_aside`] puts a result file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aside {
+    /// `malformed/`.
+    Malformed,
+    /// `rejected/`.
+    Rejected,
 }
 
 impl Spool {
@@ -204,12 +224,19 @@ impl Spool {
             results: root.join("results"),
             archive: root.join("archive"),
             malformed: root.join("malformed"),
+            rejected: root.join("rejected"),
         }
     }
 
     /// Creates the directories.
     pub async fn create_dirs(&self) -> Result<(), offload::Error> {
-        for dir in [&self.tasks, &self.results, &self.archive, &self.malformed] {
+        for dir in [
+            &self.tasks,
+            &self.results,
+            &self.archive,
+            &self.malformed,
+            &self.rejected,
+        ] {
             offload::create_dir_all(dir).await?;
         }
         Ok(())
@@ -222,22 +249,34 @@ impl Spool {
         Ok(path)
     }
 
-    /// Result files ready to deliver, oldest name first.
-    pub async fn pending_results(&self) -> Result<Vec<PathBuf>, offload::Error> {
-        let all = offload::list_dir(&self.results).await?;
-        Ok(all.into_iter().filter(|p| is_result_file(p)).collect())
+    /// Up to `limit` result files ready to deliver whose names come after
+    /// `after`, oldest name first, and whether more are waiting. However
+    /// many files an agent drops in, one scan holds at most `limit` names.
+    pub async fn pending_results(
+        &self,
+        after: Option<std::ffi::OsString>,
+        limit: usize,
+    ) -> Result<(Vec<PathBuf>, bool), offload::Error> {
+        offload::list_dir_page(&self.results, after, limit, is_result_name).await
     }
 
-    /// Reads one result file.
-    pub async fn read_result(&self, path: &Path) -> Result<SpoolResult, BadResult> {
-        let bytes = match offload::read_bytes(path).await {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => {
-                return Err(BadResult::Malformed("the file vanished".into()));
+    /// Reads and parses one result file on the blocking pool: at most
+    /// `max_bytes`, never through a symbolic link.
+    pub async fn read_result(&self, path: &Path, max_bytes: u64) -> Result<SpoolResult, BadResult> {
+        let read = offload::read_capped(path, max_bytes, offload::FileKind::Regular, |bytes| {
+            parse_result(&bytes)
+        });
+        match read.await {
+            Ok(Some(parsed)) => parsed.map_err(BadResult::Malformed),
+            Ok(None) => Err(BadResult::Vanished),
+            Err(offload::Error::TooLarge { limit, .. }) => Err(BadResult::Rejected(format!(
+                "larger than max_result_bytes ({limit} bytes)"
+            ))),
+            Err(offload::Error::NotRegular { what, .. }) => {
+                Err(BadResult::Rejected(format!("{what}, not a regular file")))
             }
-            Err(e) => return Err(BadResult::Io(e)),
-        };
-        parse_result(&bytes).map_err(BadResult::Malformed)
+            Err(e) => Err(BadResult::Io(e)),
+        }
     }
 
     /// Archives `entry` as `archive/ID.json` (a new name if taken), then
@@ -249,7 +288,7 @@ impl Spool {
         source: Option<&Path>,
     ) -> Result<PathBuf, offload::Error> {
         let mut path = self.archive.join(format!("{}.json", entry.id));
-        if offload::read_bytes(&path).await?.is_some() {
+        if offload::exists(&path).await? {
             path = self
                 .archive
                 .join(format!("{}.{}.json", entry.id, entry.archived_unix_ms));
@@ -261,15 +300,25 @@ impl Spool {
         Ok(path)
     }
 
-    /// Moves a bad result file to `malformed/` (never deleted).
-    pub async fn move_aside(&self, path: &Path, now: u64) -> Result<PathBuf, offload::Error> {
+    /// Moves a bad result file to `malformed/` or `rejected/` (never
+    /// deleted; a symbolic link is moved as the link).
+    pub async fn set_aside(
+        &self,
+        path: &Path,
+        aside: Aside,
+        now: u64,
+    ) -> Result<PathBuf, offload::Error> {
+        let dir = match aside {
+            Aside::Malformed => &self.malformed,
+            Aside::Rejected => &self.rejected,
+        };
         let name = path.file_name().map_or_else(
             || "result.json".into(),
             |n| n.to_string_lossy().into_owned(),
         );
-        let mut target = self.malformed.join(&name);
-        if offload::read_bytes(&target).await?.is_some() {
-            target = self.malformed.join(format!("{now}.{name}"));
+        let mut target = dir.join(&name);
+        if offload::exists(&target).await? {
+            target = dir.join(format!("{now}.{name}"));
         }
         offload::rename_durable(path, &target).await?;
         Ok(target)
@@ -282,8 +331,8 @@ pub fn result_id(path: &Path) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-fn is_result_file(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+fn is_result_name(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
         return false;
     };
     !name.starts_with('.') && name.ends_with(".json") && name.len() > ".json".len()
@@ -305,10 +354,11 @@ mod tests {
 
     #[test]
     fn result_files_and_parsing() {
-        assert!(is_result_file(Path::new("r/1.json")));
-        assert!(!is_result_file(Path::new("r/.1.json")));
-        assert!(!is_result_file(Path::new("r/1.json.tmp")));
-        assert!(!is_result_file(Path::new("r/.json")));
+        let is_result = |name: &str| is_result_name(name.as_ref());
+        assert!(is_result("1.json"));
+        assert!(!is_result(".1.json"));
+        assert!(!is_result("1.json.tmp"));
+        assert!(!is_result(".json"));
         assert_eq!(result_id(Path::new("r/abc.json")), "abc");
         // Extra fields (a task id, say) are tolerated.
         assert!(parse_result(br#"{"channel_id":"5","content":"hi","task_id":"1"}"#).is_ok());
@@ -355,14 +405,66 @@ mod tests {
             offload::write_bytes_atomic(&bad, b"{".to_vec())
                 .await
                 .unwrap();
-            let aside = spool.move_aside(&bad, 1).await.unwrap();
+            let aside = spool.set_aside(&bad, Aside::Malformed, 1).await.unwrap();
             assert_eq!(aside, spool.malformed.join("b.json"));
             offload::write_bytes_atomic(&bad, b"[".to_vec())
                 .await
                 .unwrap();
-            let aside = spool.move_aside(&bad, 2).await.unwrap();
+            let aside = spool.set_aside(&bad, Aside::Malformed, 2).await.unwrap();
             assert_eq!(aside, spool.malformed.join("2.b.json"));
-            assert!(spool.pending_results().await.unwrap().is_empty());
+            offload::write_bytes_atomic(&bad, b"[".to_vec())
+                .await
+                .unwrap();
+            let aside = spool.set_aside(&bad, Aside::Rejected, 3).await.unwrap();
+            assert_eq!(aside, spool.rejected.join("b.json"));
+            assert!(spool.pending_results(None, 10).await.unwrap().0.is_empty());
+        });
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the test makes its files directly
+    fn results_are_read_capped_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        let ok = spool.results.join("ok.json");
+        let big = spool.results.join("big.json");
+        let link = spool.results.join("link.json");
+        let fifo = spool.results.join("fifo.json");
+        smol::block_on(async {
+            spool.create_dirs().await.unwrap();
+            let result = br#"{"channel_id":"5","content":"hi"}"#;
+            std::fs::write(&ok, result).unwrap();
+            let mut padded = result.to_vec();
+            padded.resize(result.len() + 1, b' ');
+            std::fs::write(&big, &padded).unwrap();
+            std::os::unix::fs::symlink(&ok, &link).unwrap();
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &fifo,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+            let max = result.len() as u64;
+            assert_eq!(spool.read_result(&ok, max).await.unwrap().content, "hi");
+            let why = |r: Result<SpoolResult, BadResult>| match r {
+                Err(BadResult::Rejected(why)) => why,
+                other => panic!("not rejected: {other:?}"),
+            };
+            assert!(why(spool.read_result(&big, max).await).contains("max_result_bytes"));
+            assert!(why(spool.read_result(&link, max).await).contains("symbolic link"));
+            // A FIFO without a writer would block an open without O_NONBLOCK.
+            assert!(why(spool.read_result(&fifo, max).await).contains("FIFO"));
+            let gone = spool.results.join("gone.json");
+            assert!(matches!(
+                spool.read_result(&gone, max).await,
+                Err(BadResult::Vanished)
+            ));
+            // Set aside, the link is moved as a link: its target stays.
+            let aside = spool.set_aside(&link, Aside::Rejected, 1).await.unwrap();
+            assert!(std::fs::symlink_metadata(aside).unwrap().is_symlink());
+            assert!(ok.exists());
         });
     }
 }

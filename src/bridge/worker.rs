@@ -2,6 +2,7 @@
 //! different channels concurrently. A worker exists while its channel has
 //! work and ends when the queue is empty (one thread: the check and the
 //! removal happen without an await in between, so no message is stranded).
+//! The queues and their bounds are in [`super::queue`].
 
 use super::access::{self, Role};
 use super::agent::run_agent;
@@ -19,7 +20,6 @@ use crate::offload;
 use crate::protocol::{Message, Snowflake};
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
-use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// A queued message.
@@ -30,44 +30,15 @@ pub(crate) struct Job {
     pub received_unix_ms: u64,
 }
 
-/// Queues `job` behind its channel's earlier messages.
-pub(crate) fn enqueue(ctx: &Rc<Ctx>, job: Job) {
-    let channel = job.message.channel_id;
-    let start_worker = {
-        let mut queues = ctx.queues.borrow_mut();
-        match queues.get_mut(&channel) {
-            Some(queue) => {
-                queue.push_back(job);
-                false
-            }
-            None => {
-                queues.insert(channel, VecDeque::from([job]));
-                true
-            }
+/// Starts the worker of a channel that just got its first queued job.
+pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
+    let worker_ctx = ctx.clone();
+    ctx.spawn("bridge-channel", async move {
+        while let Some(job) = worker_ctx.queues.next(channel) {
+            handle(&worker_ctx, job).await;
+            worker_ctx.queues.done();
         }
-    };
-    if start_worker {
-        let worker_ctx = ctx.clone();
-        ctx.spawn("bridge-channel", async move {
-            work(worker_ctx, channel).await;
-        });
-    }
-}
-
-async fn work(ctx: Rc<Ctx>, channel: Snowflake) {
-    loop {
-        let job = {
-            let mut queues = ctx.queues.borrow_mut();
-            match queues.get_mut(&channel).and_then(VecDeque::pop_front) {
-                Some(job) => job,
-                None => {
-                    queues.remove(&channel);
-                    return;
-                }
-            }
-        };
-        handle(&ctx, job).await;
-    }
+    });
 }
 
 async fn handle(ctx: &Rc<Ctx>, job: Job) {
@@ -245,7 +216,8 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
                         Outgoing {
                             id: &task.id,
                             channel: task.channel_id,
-                            content: &reply,
+                            content: &reply.text,
+                            note: reply.cut_note.as_deref(),
                             placeholder: run.placeholder.as_deref(),
                             archive_delivered: false,
                             source: None,

@@ -35,6 +35,7 @@ use serde::Deserialize;
 
 pub use error::ConfigError;
 
+use crate::shard::ShardRange;
 use crate::token::Token;
 
 /// The environment, as a lookup function (`std::env::var(..).ok()` in
@@ -47,6 +48,11 @@ pub const DEFAULT_API_BASE: &str = "https://discord.com/api/v10";
 pub const DEFAULT_INTENTS: u64 = 1 << 12;
 /// Default attachment download cap: 25 MiB (Discord's request limit).
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 * 1024 * 1024;
+/// Default cap on one spool result file: 1 MiB, as much as an `agent_cmd`
+/// reply may be (its output cap), so a spooled agent can say what a piped
+/// one can. A long result goes out as one attachment, and Discord takes
+/// 10 MiB per file; the cap keeps what a delivery worker holds small.
+pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1024 * 1024;
 
 /// The resolved configuration. Every key of the file has a default; see the
 /// README for one line per key.
@@ -105,6 +111,10 @@ pub struct Config {
     /// Largest attachment the bridge downloads, bytes.
     #[serde(default = "default_max_attachment_bytes")]
     pub max_attachment_bytes: u64,
+    /// Largest spool result file read, bytes; larger ones go to
+    /// `spool/rejected/` unread.
+    #[serde(default = "default_max_result_bytes")]
+    pub max_result_bytes: u64,
     /// A heartbeat later than this (ms) is logged as a warning.
     #[serde(default = "default_heartbeat_warn_ms")]
     pub heartbeat_warn_ms: u64,
@@ -125,6 +135,15 @@ pub struct Config {
     /// (1 MiB without guild state, 16 MiB with).
     #[serde(default)]
     pub max_gateway_message_bytes: Option<u64>,
+    /// The shards this process runs: `"auto"` or `[first, last, count]`
+    /// (also `SMOLCORD_SHARDS`: `auto` or `FIRST-LAST/COUNT`). Unset: the
+    /// one shard of `shard`.
+    #[serde(default)]
+    pub shards: Option<ShardRange>,
+    /// A twilight-rs/gateway-queue compatible service every fresh identify
+    /// waits on (also `SMOLCORD_IDENTIFY_QUEUE_URL`); unset: in-process.
+    #[serde(default)]
+    pub identify_queue_url: Option<String>,
     /// PEM file of extra CA certificates trusted for `wss://` and
     /// `https://` besides Mozilla's roots (a TLS-inspecting proxy's CA).
     /// A relative path is relative to the config file's directory.
@@ -156,6 +175,9 @@ fn default_results_poll_ms() -> u64 {
 fn default_max_attachment_bytes() -> u64 {
     DEFAULT_MAX_ATTACHMENT_BYTES
 }
+fn default_max_result_bytes() -> u64 {
+    DEFAULT_MAX_RESULT_BYTES
+}
 fn default_heartbeat_warn_ms() -> u64 {
     1000
 }
@@ -170,6 +192,15 @@ fn default_journal_capacity() -> usize {
 }
 
 impl Config {
+    /// The shards to run: `shards`, else the one shard of `shard`.
+    pub fn shard_range(&self) -> ShardRange {
+        self.shards.unwrap_or(ShardRange::Range {
+            first: self.shard[0],
+            last: self.shard[0],
+            count: self.shard[1],
+        })
+    }
+
     /// All defaults, with the given state dir. Meant for tests and embedders
     /// that build their configuration in code.
     pub fn with_state_dir(state_dir: impl Into<PathBuf>) -> Config {
@@ -187,7 +218,7 @@ impl Config {
             .map(Path::to_path_buf)
             .or_else(|| state_dir::non_empty(env, "SMOLCORD_CONFIG").map(PathBuf::from));
         match explicit {
-            Some(path) => match read_file(&path).await? {
+            Some(path) => match read_file(&path, CONFIG_MAX_BYTES, "config").await? {
                 Some(text) => Config::parse(&text, &path, env),
                 None => Err(ConfigError::new(format!(
                     "config {}: file not found (named by --config or SMOLCORD_CONFIG)",
@@ -197,7 +228,7 @@ impl Config {
             None => {
                 let implicit = state_dir::from_env(env).map(|dir| dir.join("config.json"));
                 let text = match &implicit {
-                    Some(path) => read_file(path).await?,
+                    Some(path) => read_file(path, CONFIG_MAX_BYTES, "config").await?,
                     None => None,
                 };
                 match (implicit, text) {
@@ -234,6 +265,15 @@ impl Config {
         if let Some(base) = state_dir::non_empty(env, "SMOLCORD_API_BASE") {
             self.api_base = base;
         }
+        if let Some(shards) = state_dir::non_empty(env, "SMOLCORD_SHARDS") {
+            self.shards = Some(
+                ShardRange::parse(&shards)
+                    .map_err(|e| ConfigError::new(format!("SMOLCORD_SHARDS: {e}")))?,
+            );
+        }
+        if let Some(url) = state_dir::non_empty(env, "SMOLCORD_IDENTIFY_QUEUE_URL") {
+            self.identify_queue_url = Some(url);
+        }
         self.api_base = self.api_base.trim_end_matches('/').to_owned();
         if let Some(file) = state_dir::non_empty(env, "SMOLCORD_CA_FILE") {
             self.extra_ca_file = Some(PathBuf::from(file));
@@ -265,7 +305,7 @@ impl Config {
             return Ok(None);
         };
         let shown = path.display().to_string();
-        let text = read_file(&path).await?;
+        let text = read_file(&path, TOKEN_FILE_MAX_BYTES, "token_file").await?;
         if text.is_some() {
             warn_if_shared(&path).await;
         }
@@ -283,14 +323,37 @@ impl Config {
     }
 }
 
-/// Reads a whole file on the blocking pool; `Ok(None)` when it does not
-/// exist. Start-up only.
-async fn read_file(path: &Path) -> Result<Option<String>, ConfigError> {
-    let owned = path.to_path_buf();
-    match crate::offload::unblock(move || read_blocking(&owned)).await {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(ConfigError::new(format!("{}: {e}", path.display()))),
+/// The most read from a config file. A real one is a few KiB even with
+/// hundreds of allowed users; 1 MiB is far above that, yet refuses a wrong
+/// path (a log file, `/dev/zero`) at once instead of filling a Pi's memory.
+pub const CONFIG_MAX_BYTES: u64 = 1024 * 1024;
+/// The most read from a `token_file`. A bot token is about 72 characters;
+/// 4 KiB leaves room for white space and a `Bot ` prefix, and nothing that
+/// size or larger can be a token.
+pub const TOKEN_FILE_MAX_BYTES: u64 = 4096;
+
+/// Reads a text file of at most `limit` bytes on the blocking pool (never
+/// more than `limit + 1` bytes, so `/dev/zero` is refused at once);
+/// `Ok(None)` when it does not exist. `what` names the file in errors
+/// (`config`, `token_file`). Start-up only.
+async fn read_file(path: &Path, limit: u64, what: &str) -> Result<Option<String>, ConfigError> {
+    let read = crate::offload::read_capped(
+        path,
+        limit,
+        crate::offload::FileKind::Any,
+        String::from_utf8,
+    );
+    let shown = path.display();
+    match read.await {
+        Ok(None) => Ok(None),
+        Ok(Some(Ok(text))) => Ok(Some(text)),
+        Ok(Some(Err(_))) => Err(ConfigError::new(format!(
+            "{what} {shown}: not UTF-8 text"
+        ))),
+        Err(crate::offload::Error::TooLarge { limit, .. }) => Err(ConfigError::new(format!(
+            "{what} {shown}: larger than {limit} bytes, the most smolcord reads from it; is this the right file?"
+        ))),
+        Err(e) => Err(ConfigError::new(format!("{what} {shown}: {}", io_reason(&e)))),
     }
 }
 
@@ -326,9 +389,13 @@ fn mode_blocking(path: &Path) -> std::io::Result<u32> {
     Ok(std::fs::metadata(path)?.permissions().mode())
 }
 
-#[allow(clippy::disallowed_methods)] // start-up only, and on the blocking pool
-fn read_blocking(path: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(path)
+/// The OS's reason, without offload's "cannot read PATH" (the caller
+/// names the file already).
+fn io_reason(e: &crate::offload::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => source.to_string(),
+        None => e.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -18,9 +18,9 @@ use serde_json::value::RawValue;
 use super::{
     default_agent_concurrency, default_agent_timeout_s, default_api_base,
     default_dm_fallback_timeout_s, default_heartbeat_warn_ms, default_intents,
-    default_journal_capacity, default_max_attachment_bytes, default_results_poll_ms,
-    default_safe_mode_after_failures, default_shard, default_transcribe_timeout_s, Config,
-    ConfigError,
+    default_journal_capacity, default_max_attachment_bytes, default_max_result_bytes,
+    default_results_poll_ms, default_safe_mode_after_failures, default_shard,
+    default_transcribe_timeout_s, Config, ConfigError,
 };
 
 /// Every key, for "unknown key" messages. Keep in step with [`Config`]
@@ -43,12 +43,15 @@ pub(super) const KEYS: &[&str] = &[
     "dm_fallback_timeout_s",
     "results_poll_ms",
     "max_attachment_bytes",
+    "max_result_bytes",
     "heartbeat_warn_ms",
     "token_file",
     "agent_concurrency",
     "safe_mode_after_failures",
     "journal_capacity",
     "max_gateway_message_bytes",
+    "shards",
+    "identify_queue_url",
     "extra_ca_file",
 ];
 
@@ -75,12 +78,15 @@ pub(super) fn defaults() -> Config {
         dm_fallback_timeout_s: default_dm_fallback_timeout_s(),
         results_poll_ms: default_results_poll_ms(),
         max_attachment_bytes: default_max_attachment_bytes(),
+        max_result_bytes: default_max_result_bytes(),
         heartbeat_warn_ms: default_heartbeat_warn_ms(),
         token_file: None,
         agent_concurrency: default_agent_concurrency(),
         safe_mode_after_failures: default_safe_mode_after_failures(),
         journal_capacity: default_journal_capacity(),
         max_gateway_message_bytes: None,
+        shards: None,
+        identify_queue_url: None,
         extra_ca_file: None,
     }
 }
@@ -100,6 +106,11 @@ pub(super) fn from_text(text: &str, origin: &Path) -> Result<Config, ConfigError
         return Err(ConfigError::new(format!(
             "config {file}: key `{key}`: the token is not read from the config file; \
              set DISCORD_TOKEN or point `token_file` at a file holding it"
+        )));
+    }
+    if raw.contains_key("shard") && raw.contains_key("shards") {
+        return Err(ConfigError::new(format!(
+            "config {file}: keys `shard` and `shards` both set: use `shards` ([first, last, count] or \"auto\") alone"
         )));
     }
     serde_json::from_str::<Config>(text).map_err(|e| {

@@ -66,6 +66,8 @@ fn zero_values_and_empty_argv_are_refused() {
     for (text, key) in [
         (r#"{"results_poll_ms": 0}"#, "results_poll_ms"),
         (r#"{"agent_concurrency": 0}"#, "agent_concurrency"),
+        (r#"{"max_result_bytes": 0}"#, "max_result_bytes"),
+        (r#"{"max_result_bytes": 10485761}"#, "max_result_bytes"),
         (r#"{"agent_cmd": []}"#, "agent_cmd"),
         (r#"{"transcribe_cmd": [""]}"#, "transcribe_cmd"),
         (r#"{"gateway_url": "http://x"}"#, "gateway_url"),
@@ -152,20 +154,55 @@ fn every_listed_key_is_a_config_key() {
         "1",
         "1",
         "1",
+        "1",
         "\"t\"",
         "1",
         "1",
         "1",
         "65536",
+        "[0, 0, 1]",
+        "\"http://queue:8000/\"",
         "\"ca.pem\"",
     ];
     assert_eq!(values.len(), parse::KEYS.len());
-    let body: Vec<String> = parse::KEYS
-        .iter()
-        .zip(values)
-        .map(|(key, value)| format!("\"{key}\": {value}"))
-        .collect();
-    parse(&format!("{{{}}}", body.join(", "))).unwrap();
+    // `shard` and `shards` exclude each other: one body each.
+    for without in ["shard", "shards"] {
+        let body: Vec<String> = parse::KEYS
+            .iter()
+            .zip(values)
+            .filter(|(key, _)| **key != without)
+            .map(|(key, value)| format!("\"{key}\": {value}"))
+            .collect();
+        parse(&format!("{{{}}}", body.join(", "))).unwrap();
+    }
+}
+
+#[test]
+fn shards_come_from_the_file_or_the_environment() {
+    use crate::shard::ShardRange;
+    assert_eq!(
+        parse(r#"{"shard": [2, 4]}"#).unwrap().shard_range(),
+        ShardRange::new(2, 2, 4).unwrap()
+    );
+    assert_eq!(
+        parse(r#"{"shards": "auto"}"#).unwrap().shard_range(),
+        ShardRange::Auto
+    );
+    let err = parse(r#"{"shards": [0, 9, 8]}"#).unwrap_err().to_string();
+    assert!(
+        err.contains("key `shards`") && err.contains("does not exist"),
+        "{err}"
+    );
+    let err = parse(r#"{"shard": [0, 1], "shards": "auto"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("both set"), "{err}");
+    let env = env_of(&[("SMOLCORD_STATE_DIR", "/s"), ("SMOLCORD_SHARDS", "0-7/16")]);
+    let config = Config::parse(r#"{"shard": [1, 2]}"#, Path::new("/etc/c.json"), &env).unwrap();
+    assert_eq!(config.shard_range(), ShardRange::new(0, 7, 16).unwrap());
+    let env = env_of(&[("SMOLCORD_STATE_DIR", "/s"), ("SMOLCORD_SHARDS", "8-7/16")]);
+    let err = Config::parse("{}", Path::new("/etc/c.json"), &env).unwrap_err();
+    assert!(err.to_string().contains("SMOLCORD_SHARDS"), "{err}");
 }
 
 #[test]

@@ -34,6 +34,14 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
             );
         }
     }
+    if let Some(url) = &config.identify_queue_url {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return fail(
+                "identify_queue_url",
+                format!("{url:?} must be an http:// or https:// URL (also settable by SMOLCORD_IDENTIFY_QUEUE_URL)"),
+            );
+        }
+    }
     let base = &config.api_base;
     if !(base.starts_with("http://") || base.starts_with("https://")) || base.contains('?') {
         return fail(
@@ -66,6 +74,7 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
         ("dm_fallback_timeout_s", config.dm_fallback_timeout_s),
         ("results_poll_ms", config.results_poll_ms),
         ("max_attachment_bytes", config.max_attachment_bytes),
+        ("max_result_bytes", config.max_result_bytes),
         ("agent_concurrency", config.agent_concurrency as u64),
         (
             "safe_mode_after_failures",
@@ -86,6 +95,17 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
                 format!("{bytes} is outside 4096..=268435456"),
             );
         }
+    }
+    // A long result goes out as one attachment: Discord takes 10 MiB a file.
+    if config.max_result_bytes > crate::rest::MAX_FILE_BYTES as u64 {
+        return fail(
+            "max_result_bytes",
+            format!(
+                "{} is more than {} bytes, the most Discord takes in one file",
+                config.max_result_bytes,
+                crate::rest::MAX_FILE_BYTES
+            ),
+        );
     }
     Ok(())
 }

@@ -9,12 +9,14 @@
 // forbids them everywhere else, and callers reach them only through unblock.
 #![allow(clippy::disallowed_methods)]
 
+use std::collections::BinaryHeap;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::Error;
+use super::{Error, FileKind};
 
 /// Mode for files we create: state files may hold private data.
 const FILE_MODE: u32 = 0o600;
@@ -104,6 +106,93 @@ pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     }
 }
 
+/// Reads at most `limit` bytes of `path`; more is [`Error::TooLarge`]
+/// (found after reading `limit + 1` bytes, never the whole file: `/dev/zero`
+/// is refused at once). `Ok(None)` if it does not exist. With
+/// [`FileKind::Regular`] the open neither follows a symbolic link
+/// (`O_NOFOLLOW`) nor waits for a FIFO's writer (`O_NONBLOCK`), and
+/// anything but a regular file is [`Error::NotRegular`].
+pub(crate) fn read_capped(
+    path: &Path,
+    limit: u64,
+    kind: FileKind,
+) -> Result<Option<Vec<u8>>, Error> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    if kind == FileKind::Regular {
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        options.custom_flags(flags.bits() as i32);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // O_NOFOLLOW on a symbolic link fails with ELOOP.
+        Err(e)
+            if kind == FileKind::Regular
+                && e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+        {
+            return Err(Error::NotRegular {
+                path: path.into(),
+                what: "a symbolic link",
+            })
+        }
+        Err(e) => return Err(Error::io("open", path, e)),
+    };
+    let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+    if kind == FileKind::Regular && !meta.is_file() {
+        return Err(Error::NotRegular {
+            path: path.into(),
+            what: file_type_name(&meta.file_type()),
+        });
+    }
+    let too_large = || Error::TooLarge {
+        path: path.into(),
+        limit,
+    };
+    // A regular file says its size up front; a device or pipe must be read.
+    if meta.is_file() && meta.len() > limit {
+        return Err(too_large());
+    }
+    let expected = if meta.is_file() {
+        meta.len().min(limit)
+    } else {
+        0
+    };
+    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("read", path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(Some(bytes))
+}
+
+fn file_type_name(kind: &fs::FileType) -> &'static str {
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Whether something (a symbolic link included, not followed) is at `path`.
+pub(crate) fn exists(path: &Path) -> Result<bool, Error> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
+}
+
 /// Renames and fsyncs the directory (or both directories) involved.
 pub(crate) fn rename_durable(from: &Path, to: &Path) -> Result<(), Error> {
     fs::rename(from, to).map_err(|e| Error::io("rename to", to, e))?;
@@ -148,6 +237,44 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, Error> {
     Ok(paths)
 }
 
+/// The `limit` smallest names in `dir` that are greater than `after` and
+/// pass `keep`, sorted, as full paths; and whether more names would have
+/// qualified. Memory is bounded by `limit` however many entries there are.
+pub(crate) fn list_dir_page(
+    dir: &Path,
+    after: Option<&OsStr>,
+    limit: usize,
+    keep: fn(&OsStr) -> bool,
+) -> Result<(Vec<PathBuf>, bool), Error> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), false)),
+        Err(e) => return Err(Error::io("list directory", dir, e)),
+    };
+    // A max-heap of the smallest names so far: its top is the one to evict.
+    let mut page: BinaryHeap<OsString> = BinaryHeap::with_capacity(limit.min(1024) + 1);
+    let mut more = false;
+    for entry in entries {
+        let name = entry
+            .map_err(|e| Error::io("list directory", dir, e))?
+            .file_name();
+        if !keep(&name) || after.is_some_and(|after| name.as_os_str() <= after) {
+            continue;
+        }
+        if page.len() < limit {
+            page.push(name);
+        } else {
+            more = true;
+            if page.peek().is_some_and(|largest| name < *largest) {
+                page.pop();
+                page.push(name);
+            }
+        }
+    }
+    let names = page.into_sorted_vec();
+    Ok((names.into_iter().map(|n| dir.join(n)).collect(), more))
+}
+
 /// Appends `line` (plus a newline if it lacks one) in a single write, then
 /// fsyncs; a newly created file (0600) also gets its directory fsynced.
 pub(crate) fn append_line_synced(path: &Path, mut line: Vec<u8>) -> Result<(), Error> {
@@ -176,4 +303,65 @@ pub(crate) fn append_line_synced(path: &Path, mut line: Vec<u8>) -> Result<(), E
         fsync_dir(parent_dir(path))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_is_paged_in_name_order_within_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["d", "b", ".hidden", "e", "a", "c"] {
+            fs::write(dir.path().join(name), "").unwrap();
+        }
+        let visible = |name: &OsStr| !name.to_string_lossy().starts_with('.');
+        let names = |paths: Vec<PathBuf>| -> Vec<String> {
+            paths
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        let (page, more) = list_dir_page(dir.path(), None, 2, visible).unwrap();
+        assert_eq!((names(page), more), (vec!["a".into(), "b".into()], true));
+        let (page, more) = list_dir_page(dir.path(), Some("b".as_ref()), 2, visible).unwrap();
+        assert_eq!((names(page), more), (vec!["c".into(), "d".into()], true));
+        let (page, more) = list_dir_page(dir.path(), Some("d".as_ref()), 2, visible).unwrap();
+        assert_eq!((names(page), more), (vec!["e".to_owned()], false));
+        let missing = dir.path().join("missing");
+        assert_eq!(
+            list_dir_page(&missing, None, 2, visible).unwrap(),
+            (vec![], false)
+        );
+    }
+
+    #[test]
+    fn a_capped_read_stops_at_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"12345").unwrap();
+        assert_eq!(
+            read_capped(&path, 5, FileKind::Any).unwrap(),
+            Some(b"12345".to_vec())
+        );
+        assert!(matches!(
+            read_capped(&path, 4, FileKind::Regular),
+            Err(Error::TooLarge { limit: 4, .. })
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), 4, FileKind::Any),
+            Err(Error::TooLarge { limit: 4, .. })
+        ));
+        assert!(matches!(
+            read_capped(Path::new("/dev/zero"), 4, FileKind::Regular),
+            Err(Error::NotRegular {
+                what: "a device",
+                ..
+            })
+        ));
+        assert_eq!(
+            read_capped(&dir.path().join("none"), 4, FileKind::Any).unwrap(),
+            None
+        );
+    }
 }

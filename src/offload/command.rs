@@ -147,9 +147,40 @@ impl CommandOutput {
     }
 
     /// stdout as text (invalid UTF-8 replaced), trailing whitespace trimmed.
+    /// When the output was cut at the cap, a character cut in half there is
+    /// left out rather than shown as a replacement character.
     pub fn stdout_text(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).trim_end().to_string()
+        let bytes = if self.stdout_truncated {
+            without_cut_char(&self.stdout)
+        } else {
+            &self.stdout
+        };
+        String::from_utf8_lossy(bytes).trim_end().to_string()
     }
+}
+
+/// `bytes` without a UTF-8 sequence left incomplete at its end.
+fn without_cut_char(bytes: &[u8]) -> &[u8] {
+    // A sequence is at most 4 bytes: find where the last one starts.
+    for back in 1..=bytes.len().min(4) {
+        let start = bytes.len() - back;
+        let lead = bytes[start];
+        if lead & 0xC0 == 0x80 {
+            continue; // a continuation byte
+        }
+        let needed = match lead {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        return if back < needed {
+            &bytes[..start]
+        } else {
+            bytes
+        };
+    }
+    bytes
 }
 
 /// Runs `spec.argv` (no shell), bounded by `spec.timeout`; see the module docs.
@@ -163,4 +194,37 @@ impl CommandOutput {
 /// killed.
 pub async fn run_command(spec: CommandSpec) -> Result<CommandOutput, Error> {
     supervise::run(spec).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(stdout: &[u8], truncated: bool) -> CommandOutput {
+        CommandOutput {
+            exit_code: Some(0),
+            signal: None,
+            stdout: stdout.to_vec(),
+            stderr: Vec::new(),
+            stdout_truncated: truncated,
+            stderr_truncated: false,
+            duration: Duration::ZERO,
+            timed_out: false,
+        }
+    }
+
+    #[test]
+    fn a_character_cut_at_the_cap_is_left_out() {
+        let text = "ab€"; // '€' is 3 bytes
+        for cut in 3..text.len() {
+            assert_eq!(output(&text.as_bytes()[..cut], true).stdout_text(), "ab");
+        }
+        assert_eq!(output(text.as_bytes(), true).stdout_text(), "ab€");
+        // Without a cut, a broken end is shown as broken.
+        assert_eq!(
+            output(&text.as_bytes()[..4], false).stdout_text(),
+            "ab\u{fffd}"
+        );
+        assert_eq!(output(b"", true).stdout_text(), "");
+    }
 }

@@ -60,6 +60,22 @@ pub enum Error {
     },
     /// A command spec had an empty `argv` or an empty program name.
     EmptyArgv,
+    /// A file was larger than the most the caller reads (nothing past the
+    /// limit was read).
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// A file that must be a regular file is something else (a symbolic
+    /// link, a FIFO, a device); it was not read.
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead, e.g. `"a symbolic link"`.
+        what: &'static str,
+    },
 }
 
 impl Error {
@@ -124,6 +140,14 @@ impl fmt::Display for Error {
                 source,
             } => write!(f, "cannot {op} `{program}`: {source}"),
             Error::EmptyArgv => write!(f, "cannot run a command with an empty argv"),
+            Error::TooLarge { path, limit } => write!(
+                f,
+                "{} is larger than {limit} bytes, the most read from it",
+                path.display()
+            ),
+            Error::NotRegular { path, what } => {
+                write!(f, "{} is {what}, not a regular file", path.display())
+            }
         }
     }
 }
@@ -135,7 +159,10 @@ impl std::error::Error for Error {
             | Error::Spawn { source, .. }
             | Error::Command { source, .. } => Some(source),
             Error::BadJson { source, .. } | Error::Serialize { source, .. } => Some(source),
-            Error::InvalidPath { .. } | Error::EmptyArgv => None,
+            Error::InvalidPath { .. }
+            | Error::EmptyArgv
+            | Error::TooLarge { .. }
+            | Error::NotRegular { .. } => None,
         }
     }
 }

@@ -38,7 +38,8 @@ pub use atomic::{write_bytes_atomic, write_json_atomic, write_json_atomic_with_b
 pub use command::{run_command, CommandEnv, CommandOutput, CommandSpec};
 pub use error::Error;
 pub use fs::{
-    append_line_synced, create_dir_all, list_dir, read_bytes, remove_file, rename_durable,
+    append_line_synced, create_dir_all, exists, list_dir, list_dir_page, read_bytes, read_capped,
+    remove_file, rename_durable, FileKind,
 };
 pub use json::{read_json, Fallback};
 

@@ -13,7 +13,8 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
 use super::error::RestError;
-use super::exchange::{exchange, fetch_to_file, http_error, Outgoing, Reply};
+use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
+use super::multipart::{self, Upload, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 use super::ratelimit::{seconds, RateLimiter, RouteKey};
 use super::split::MESSAGE_LIMIT;
 use super::types::{Channel, Message};
@@ -204,6 +205,62 @@ impl RestClient {
         self.call(route, Some(body)).await
     }
 
+    /// `POST /channels/{id}/messages` with a file: a `multipart/form-data`
+    /// body of `payload_json` (the content, mentions disabled, a `nonce`
+    /// as in [`RestClient::create_message`]) and `files[0]`. Content may
+    /// be empty (the file alone); the file must be within Discord's
+    /// default 10 MiB.
+    pub async fn create_message_with_file(
+        &self,
+        channel_id: &str,
+        content: &str,
+        file: Upload<'_>,
+    ) -> Result<Message, RestError> {
+        let route = Route {
+            method: "POST",
+            template: "/channels/{channel_id}/messages",
+            path: format!("/channels/{channel_id}/messages"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        let payload = serde_json::json!({
+            "content": content,
+            "allowed_mentions": { "parse": [] },
+            "nonce": fastrand::u64(..).to_string(),
+            "enforce_nonce": true,
+            "attachments": [{ "id": 0, "filename": file.filename }],
+        });
+        let body = upload_body(&route, content, &payload, file)?;
+        self.call_with(route, Some(body)).await
+    }
+
+    /// `PATCH /channels/{id}/messages/{id}` with a file: replaces the
+    /// content and attaches `file` (e.g. a reply replacing a "working…"
+    /// placeholder).
+    pub async fn edit_message_with_file(
+        &self,
+        channel_id: &str,
+        message_id: &str,
+        content: &str,
+        file: Upload<'_>,
+    ) -> Result<Message, RestError> {
+        let route = Route {
+            method: "PATCH",
+            template: "/channels/{channel_id}/messages/{message_id}",
+            path: format!("/channels/{channel_id}/messages/{message_id}"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        snowflake(&route, "message_id", message_id)?;
+        let payload = serde_json::json!({
+            "content": content,
+            "allowed_mentions": { "parse": [] },
+            "attachments": [{ "id": 0, "filename": file.filename }],
+        });
+        let body = upload_body(&route, content, &payload, file)?;
+        self.call_with(route, Some(body)).await
+    }
+
     /// `POST /channels/{id}/typing`: shows "typing…" for about 10 s.
     pub async fn trigger_typing(&self, channel_id: &str) -> Result<(), RestError> {
         let route = Route {
@@ -214,7 +271,9 @@ impl RestClient {
         };
         snowflake(&route, "channel_id", channel_id)?;
         // An empty body still gets `Content-Length: 0`, which proxies want.
-        self.send(&route, Some(Vec::new())).await.map(drop)
+        self.send(&route, Some(Body::json(Vec::new())))
+            .await
+            .map(drop)
     }
 
     /// Downloads an attachment (CDN URL) to `dest`, at most `max_bytes`.
@@ -230,7 +289,7 @@ impl RestClient {
                 method: "GET",
                 url: url.to_owned(),
                 token: None,
-                json: None,
+                body: None,
                 timeout: self.download_timeout,
                 max_redirects: 3,
             };
@@ -252,8 +311,16 @@ impl RestClient {
         route: Route,
         body: Option<serde_json::Value>,
     ) -> Result<T, RestError> {
-        let json = body.map(|b| b.to_string().into_bytes());
-        let reply = self.send(&route, json).await?;
+        let body = body.map(|b| Body::json(b.to_string().into_bytes()));
+        self.call_with(route, body).await
+    }
+
+    async fn call_with<T: DeserializeOwned>(
+        &self,
+        route: Route,
+        body: Option<Body>,
+    ) -> Result<T, RestError> {
+        let reply = self.send(&route, body).await?;
         serde_json::from_slice(&reply.body).map_err(|e| RestError::Decode {
             route: route.name(),
             detail: self.shared.token.redact(&e.to_string()),
@@ -261,7 +328,7 @@ impl RestClient {
     }
 
     /// Sends with rate limits and retries; returns a 2xx reply.
-    async fn send(&self, route: &Route, json: Option<Vec<u8>>) -> Result<Reply, RestError> {
+    async fn send(&self, route: &Route, body: Option<Body>) -> Result<Reply, RestError> {
         let name = route.name();
         let key = RouteKey {
             route: name.clone(),
@@ -296,7 +363,7 @@ impl RestClient {
                 method: route.method,
                 url: format!("{}{}", self.shared.api_base, route.path),
                 token: Some(self.shared.token.clone()),
-                json: json.clone(),
+                body: body.clone(),
                 timeout: self.timeout,
                 max_redirects: 0,
             };
@@ -408,6 +475,45 @@ fn snowflake(route: &Route, what: &str, id: &str) -> Result<(), RestError> {
             detail: format!("{what} {shown:?} is not a snowflake id"),
         })
     }
+}
+
+/// The multipart body of a message with one file, within Discord's limits.
+fn upload_body(
+    route: &Route,
+    content: &str,
+    payload: &serde_json::Value,
+    file: Upload<'_>,
+) -> Result<Body, RestError> {
+    let invalid = |detail: String| RestError::InvalidInput {
+        route: route.name(),
+        detail,
+    };
+    if !content.is_empty() {
+        check_content(route, content)?;
+    }
+    if !multipart::plain_filename(file.filename) {
+        return Err(invalid(format!(
+            "file name {:?} must be 1 to 100 ASCII letters, digits, '.', '_' or '-'",
+            file.filename.chars().take(40).collect::<String>()
+        )));
+    }
+    if file.bytes.len() > MAX_FILE_BYTES {
+        return Err(invalid(format!(
+            "the file has {} bytes; Discord takes at most {MAX_FILE_BYTES} per file",
+            file.bytes.len()
+        )));
+    }
+    let (content_type, bytes) = multipart::form(payload.to_string().as_bytes(), &[file]);
+    if bytes.len() > MAX_REQUEST_BYTES {
+        return Err(invalid(format!(
+            "the request has {} bytes; Discord takes at most {MAX_REQUEST_BYTES}",
+            bytes.len()
+        )));
+    }
+    Ok(Body {
+        content_type,
+        bytes: bytes.into(),
+    })
 }
 
 fn check_content(route: &Route, content: &str) -> Result<(), RestError> {

@@ -4,6 +4,7 @@
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ureq::http;
@@ -19,13 +20,30 @@ const MAX_API_BODY: u64 = 1024 * 1024;
 /// The most of an error body we keep from a download.
 const MAX_ERROR_BODY: u64 = 4096;
 
+/// A request body with its `Content-Type`. Shared, so a retry (or an
+/// upload of a megabyte) is not one more copy.
+#[derive(Clone)]
+pub(crate) struct Body {
+    pub content_type: String,
+    pub bytes: Arc<[u8]>,
+}
+
+impl Body {
+    pub fn json(bytes: Vec<u8>) -> Body {
+        Body {
+            content_type: "application/json".to_owned(),
+            bytes: bytes.into(),
+        }
+    }
+}
+
 /// A request, ready to run on the blocking pool.
 pub(crate) struct Outgoing {
     pub method: &'static str,
     pub url: String,
     /// Sent as `Authorization: Bot <token>` when present.
     pub token: Option<Token>,
-    pub json: Option<Vec<u8>>,
+    pub body: Option<Body>,
     pub timeout: Duration,
     pub max_redirects: u32,
 }
@@ -38,19 +56,23 @@ pub(crate) struct Reply {
     pub received: Instant,
 }
 
-fn build(agent: &Agent, out: &Outgoing, route: &str) -> Result<http::Request<Vec<u8>>, RestError> {
+fn build<'a>(
+    agent: &Agent,
+    out: &'a Outgoing,
+    route: &str,
+) -> Result<http::Request<&'a [u8]>, RestError> {
     let mut builder = http::Request::builder()
         .method(out.method)
         .uri(out.url.as_str());
     if let Some(token) = &out.token {
         builder = builder.header("Authorization", format!("Bot {}", token.expose()));
     }
-    let body = match &out.json {
-        Some(json) => {
-            builder = builder.header("Content-Type", "application/json");
-            json.clone()
+    let body: &[u8] = match &out.body {
+        Some(body) => {
+            builder = builder.header("Content-Type", body.content_type.as_str());
+            &body.bytes
         }
-        None => Vec::new(),
+        None => &[],
     };
     let request = builder.body(body).map_err(|e| RestError::InvalidInput {
         route: route.to_owned(),

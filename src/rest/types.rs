@@ -23,4 +23,22 @@ pub struct Message {
     /// Text content.
     #[serde(default)]
     pub content: String,
+    /// Files attached to it.
+    #[serde(default)]
+    pub attachments: Vec<MessageAttachment>,
+}
+
+/// A file attached to a [`Message`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct MessageAttachment {
+    /// Attachment id (snowflake).
+    pub id: String,
+    /// File name.
+    pub filename: String,
+    /// Size in bytes.
+    #[serde(default)]
+    pub size: u64,
+    /// Where it can be downloaded.
+    #[serde(default)]
+    pub url: String,
 }

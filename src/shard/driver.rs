@@ -10,6 +10,7 @@
 //! the zombie verdict (see [`Heartbeat::verdict`]).
 
 use super::identify_budget::{Pressure, SessionStartLimit};
+use super::identify_queue::IdentifyPermit;
 use super::ratelimit::CommandLimiter;
 use super::session::checked_resume_url;
 use super::session::{check_seq, SeqCheck, Session};
@@ -146,6 +147,21 @@ impl Driver {
             if session.is_none() && !self.identify_gate().await {
                 return self.stopped();
             }
+            if let Some((order, index)) = self.shard.start.clone() {
+                let turn = future::or(
+                    async {
+                        order.wait_turn(index).await;
+                        true
+                    },
+                    async {
+                        let _ = self.shard.shutdown.recv().await;
+                        false
+                    },
+                );
+                if !turn.await {
+                    return self.stopped();
+                }
+            }
             let url = match &session {
                 Some(s) if self.resume_url_failures < RESUME_URL_ATTEMPTS => {
                     s.resume_gateway_url.clone()
@@ -169,6 +185,7 @@ impl Driver {
             let connection = match connected {
                 Ok(connection) => connection,
                 Err(err) => {
+                    self.pass_start();
                     if session.is_some() {
                         self.resume_url_failures += 1;
                     }
@@ -192,6 +209,7 @@ impl Driver {
             wait = match outcome {
                 Outcome::Shutdown => return self.stopped(),
                 Outcome::Fatal(code) => {
+                    self.pass_start();
                     let error = ShardError::fatal(code);
                     log::error!("{error}");
                     self.shard.events.push_notice(Err(error.clone()));
@@ -218,7 +236,15 @@ impl Driver {
         }
     }
 
-    fn stopped(&self) -> Result<(), ShardError> {
+    /// In a set, lets the next shard make its first connection.
+    fn pass_start(&mut self) {
+        if let Some((order, index)) = self.shard.start.take() {
+            order.pass(index);
+        }
+    }
+
+    fn stopped(&mut self) -> Result<(), ShardError> {
+        self.pass_start();
         self.status().connected = false;
         Ok(())
     }
@@ -244,6 +270,11 @@ impl Driver {
                 if self.shard.config.gateway_url.is_none() {
                     self.base_url = Some(info.url);
                 }
+                if let Some(limit) = info.session_start_limit {
+                    self.shard
+                        .identify_queue
+                        .set_max_concurrency(limit.max_concurrency);
+                }
                 self.remote_limit = info.session_start_limit;
             }
             Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
@@ -253,10 +284,7 @@ impl Driver {
     /// Waits as the identify budget requires. False if shut down meanwhile.
     async fn identify_gate(&mut self) -> bool {
         self.refresh_gateway_info().await;
-        let plan = {
-            let mut status = self.status();
-            status.state.identifies.plan(unix_ms(), self.remote_limit)
-        };
+        let plan = lock(&self.shard.budget).plan(unix_ms(), self.remote_limit);
         match plan.pressure {
             Pressure::Normal => {}
             Pressure::Low => log::warn!(
@@ -326,6 +354,7 @@ impl Driver {
             .await;
             let Some(message) = message else {
                 log::warn!("no Hello within {hello_timeout:?}; reconnecting");
+                self.pass_start();
                 return Outcome::Resume { immediate: false };
             };
             match self.pre_hello(message) {
@@ -335,9 +364,15 @@ impl Driver {
                     break;
                 }
                 Ok(None) => live.slice.yield_if_spent().await,
-                Err(outcome) => return outcome,
+                Err(outcome) => {
+                    self.pass_start();
+                    return outcome;
+                }
             }
         }
+        // The identify queue is asked right after this (in `converse`),
+        // before the next shard of a set has even connected.
+        self.pass_start();
         if !HELLO_INTERVAL.contains(&interval) {
             log::error!(
                 "the gateway's Hello asks for a heartbeat every {} ms; refusing it (accepted: {}..={} ms) and reconnecting",
@@ -453,16 +488,11 @@ impl Driver {
         }
     }
 
-    async fn converse(
-        &mut self,
-        connection: &mut Connection,
-        session: Option<Session>,
-        live: &mut Live,
-        heartbeat: &mut Heartbeat,
-        limiter: &mut CommandLimiter,
-    ) -> Outcome {
+    /// The opening command: Resume, or Identify once the identify queue
+    /// grants it.
+    fn opening(&self, session: Option<&Session>) -> Result<String, Outcome> {
         let config = &self.shard.config;
-        let opening = match &session {
+        let opening = match session {
             Some(session) => Command::Resume(Resume {
                 token: config.token.expose().to_owned(),
                 session_id: session.session_id.clone(),
@@ -478,22 +508,59 @@ impl Driver {
                 intents: config.intents,
             }),
         };
-        let json = match opening.to_json() {
-            Ok(json) => json,
-            Err(err) => {
-                log::error!("{err}");
-                return Outcome::Fatal(CloseCode(4002));
-            }
+        opening.to_json().map_err(|err| {
+            log::error!("{err}");
+            Outcome::Fatal(CloseCode(4002))
+        })
+    }
+
+    /// Sends Identify under `permit` (dropped once it is sent: the bucket's
+    /// window runs from here) and counts it against the daily budget.
+    async fn identify(
+        &mut self,
+        permit: IdentifyPermit,
+        connection: &mut Connection,
+        limiter: &mut CommandLimiter,
+    ) -> Result<(), Outcome> {
+        let json = self.opening(None)?;
+        let history = {
+            let mut budget = lock(&self.shard.budget);
+            budget.record(unix_ms());
+            budget.clone()
         };
-        if session.is_none() {
-            self.status().state.identifies.record(unix_ms());
-            log::debug!("identifying (shard {:?})", self.shard.config.shard);
-        } else {
-            log::debug!("resuming after seq {:?}", self.last_seq);
-        }
-        if let Err(outcome) = self.send_now(connection, limiter, json).await {
-            return outcome;
-        }
+        self.status().state.identifies = history;
+        log::debug!("identifying (shard {:?})", self.shard.config.shard);
+        let sent = self.send_now(connection, limiter, json).await;
+        drop(permit);
+        sent
+    }
+
+    async fn converse(
+        &mut self,
+        connection: &mut Connection,
+        session: Option<Session>,
+        live: &mut Live,
+        heartbeat: &mut Heartbeat,
+        limiter: &mut CommandLimiter,
+    ) -> Outcome {
+        // A resume goes at once; an identify waits for its turn in the
+        // identify queue, heartbeating meanwhile (the turn of the last of
+        // many shards can be minutes away).
+        let shard_id = self.shard.config.shard[0];
+        let mut permit = match &session {
+            Some(session) => {
+                log::debug!("resuming after seq {:?}", self.last_seq);
+                let json = match self.opening(Some(session)) {
+                    Ok(json) => json,
+                    Err(outcome) => return outcome,
+                };
+                if let Err(outcome) = self.send_now(connection, limiter, json).await {
+                    return outcome;
+                }
+                None
+            }
+            None => Some((Instant::now(), self.shard.identify_queue.permit(shard_id))),
+        };
 
         // One timer for the whole connection, moved only when the deadline
         // does: every new timer wakes the reactor thread, and an idle bot
@@ -507,11 +574,19 @@ impl Driver {
             }
             let wake = {
                 let now = Instant::now();
-                let commands_open = limiter.may_send_command(now);
+                // Nothing but heartbeats before the session is opened.
+                let opened = permit.is_none();
+                let commands_open = opened && limiter.may_send_command(now);
                 let command_slot = limiter.next_command_slot(now);
                 let beat = async {
                     (&mut beat_timer).await;
                     Wake::Beat
+                };
+                let turn = async {
+                    match permit.as_mut() {
+                        Some((_, granted)) => Wake::Permit(granted.await),
+                        None => future::pending().await,
+                    }
                 };
                 // Read the socket, or — while a dispatch waits for room in
                 // the consumer's queue — wait for room and read nothing.
@@ -532,9 +607,11 @@ impl Driver {
                             Ok((_, json)) => Wake::Command(json),
                             Err(_) => future::pending().await,
                         }
-                    } else {
+                    } else if opened {
                         Timer::at(command_slot).await;
                         Wake::CommandSlot
+                    } else {
+                        future::pending().await
                     }
                 };
                 let shutdown = async {
@@ -542,10 +619,27 @@ impl Driver {
                     Wake::Shutdown
                 };
                 // Order matters on simultaneous readiness: the beat first.
-                future::or(beat, future::or(input, future::or(command, shutdown))).await
+                future::or(
+                    beat,
+                    future::or(turn, future::or(input, future::or(command, shutdown))),
+                )
+                .await
             };
             let result = match wake {
                 Wake::Beat => self.beat(connection, heartbeat, limiter, live).await,
+                Wake::Permit(granted) => {
+                    if let Some((asked, _)) = permit.take() {
+                        let waited = asked.elapsed();
+                        if waited >= LOUD_WAIT {
+                            log::info!(
+                                "shard {shard_id} waited {:.1} s for its turn to identify (one per max_concurrency bucket per {} s)",
+                                waited.as_secs_f64(),
+                                self.shard.config.identify_window.as_secs_f64()
+                            );
+                        }
+                    }
+                    self.identify(granted, connection, limiter).await
+                }
                 Wake::Room => {
                     self.release_held(live, heartbeat);
                     Ok(())
@@ -977,6 +1071,7 @@ impl Slice {
 
 enum Wake {
     Beat,
+    Permit(IdentifyPermit),
     Room,
     Frame(Result<Incoming, TransportError>),
     Command(String),

@@ -4,9 +4,10 @@
 //! reconnect storm can burn that in an afternoon. This guard counts fresh
 //! identifies in a rolling 24 h window (persisted with the session state, so
 //! a crash loop is counted too), takes the gateway's own
-//! `session_start_limit.remaining` into account when known, spaces
-//! identifies by the concurrency window, and slows down — loudly — as the
-//! budget runs low instead of spending it.
+//! `session_start_limit.remaining` into account when known, and slows down
+//! — loudly — as the budget runs low instead of spending it. (Spacing
+//! identifies by Discord's 5 s concurrency window is the identify queue's
+//! job: [`super::identify_queue`].)
 
 pub use crate::protocol::SessionStartLimit;
 use serde::{Deserialize, Serialize};
@@ -66,6 +67,20 @@ impl IdentifyBudget {
         u32::try_from(self.history.len()).unwrap_or(u32::MAX)
     }
 
+    /// When the last fresh identify was sent (unix ms).
+    pub fn last(&self) -> Option<u64> {
+        self.history.last().copied()
+    }
+
+    /// Adds the identifies of `other` (another shard's persisted history).
+    pub fn merge(&mut self, other: &IdentifyBudget) {
+        self.history.extend_from_slice(&other.history);
+        self.history.sort_unstable();
+        self.history.dedup();
+        let excess = self.history.len().saturating_sub(DAILY_LIMIT as usize);
+        self.history.drain(..excess);
+    }
+
     /// Records a fresh identify sent at `now_ms`.
     pub fn record(&mut self, now_ms: u64) {
         self.expire(now_ms);
@@ -84,12 +99,6 @@ impl IdentifyBudget {
         let remaining = remote.map_or(local_remaining, |limit| {
             limit.remaining.min(local_remaining)
         });
-        let spacing = CONCURRENCY_WINDOW.as_millis() as u64;
-        let since_last = self
-            .history
-            .last()
-            .map_or(u64::MAX, |&last| now_ms.saturating_sub(last));
-        let concurrency_wait = Duration::from_millis(spacing.saturating_sub(since_last));
         let (pressure, budget_wait) = match remaining {
             101.. => (Pressure::Normal, Duration::ZERO),
             21..=100 => (Pressure::Low, Duration::from_secs(60)),
@@ -110,7 +119,7 @@ impl IdentifyBudget {
             }
         };
         IdentifyPlan {
-            wait: concurrency_wait.max(budget_wait),
+            wait: budget_wait,
             remaining,
             pressure,
         }
@@ -134,12 +143,12 @@ mod tests {
     }
 
     #[test]
-    fn spaces_identifies_by_the_concurrency_window() {
+    fn plenty_left_means_no_wait() {
         let mut budget = IdentifyBudget::default();
         assert_eq!(budget.plan(0, None).wait, Duration::ZERO);
         budget.record(10_000);
         let plan = budget.plan(12_000, None);
-        assert_eq!(plan.wait, Duration::from_secs(3));
+        assert_eq!(plan.wait, Duration::ZERO);
         assert_eq!(plan.pressure, Pressure::Normal);
         assert_eq!(plan.remaining, 999);
     }

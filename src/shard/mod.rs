@@ -23,14 +23,18 @@
 pub mod backoff;
 mod driver;
 pub mod identify_budget;
+pub mod identify_queue;
 mod queue;
 pub mod ratelimit;
 pub mod session;
+mod set;
 
 pub use backoff::Backoff;
 pub use identify_budget::{IdentifyBudget, SessionStartLimit};
+pub use identify_queue::{IdentifyPermit, IdentifyQueue, LocalIdentifyQueue, RemoteIdentifyQueue};
 pub use queue::QueueLimits;
 pub use session::{Session, SessionState};
+pub use set::{ShardRange, ShardSet, ShardSetHandle};
 
 use crate::heartbeat::{Account, BeatRecord};
 use crate::protocol::{CloseCode, Command, DecodeError, Frame, Intents, PresenceUpdate, User};
@@ -103,6 +107,13 @@ pub struct ShardConfig {
     /// means the gateway stopped reading: the connection is left as a
     /// zombie. Capped at the heartbeat interval.
     pub send_timeout: Duration,
+    /// Grants fresh identifies (resumes never ask). `None`: a queue of this
+    /// shard's own ([`LocalIdentifyQueue`]); a [`ShardSet`] shares one among
+    /// its shards; [`RemoteIdentifyQueue`] shares one among processes.
+    pub identify_queue: Option<Arc<dyn IdentifyQueue>>,
+    /// Discord's identify window per `max_concurrency` bucket (5 s; a
+    /// simulator may use less).
+    pub identify_window: Duration,
 }
 
 /// The default message cap for `intents`.
@@ -151,6 +162,8 @@ impl ShardConfig {
             queue: QueueLimits::default(),
             max_message_bytes: None,
             send_timeout: Duration::from_secs(10),
+            identify_queue: None,
+            identify_window: identify_budget::CONCURRENCY_WINDOW,
         }
     }
 }
@@ -291,7 +304,10 @@ impl ShardHandle {
     /// The next event. `Err(ShardError::Fatal)` once if the gateway refused
     /// us for good; `Err(ShardError::Stopped)` after the driver ended.
     pub async fn next_event(&self) -> Result<ShardEvent, ShardError> {
-        self.events.recv().await
+        match self.events.recv().await {
+            Some((_, item)) => item,
+            None => Err(ShardError::Stopped),
+        }
     }
 
     /// Dispatches waiting for [`ShardHandle::next_event`] right now (at most
@@ -322,26 +338,67 @@ impl ShardHandle {
     }
 }
 
-fn lock(status: &Mutex<ShardStatus>) -> MutexGuard<'_, ShardStatus> {
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Updates are plain field writes; a poisoned lock holds consistent data.
-    status
+    mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// An in-process identify queue that remembers the last identify of a
+/// previous run (a crash loop must not identify every second).
+fn local_queue(config: &ShardConfig, history: &IdentifyBudget) -> LocalIdentifyQueue {
+    let queue = LocalIdentifyQueue::new(config.identify_window);
+    let now_ms = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    match history.last() {
+        Some(last) if now_ms.saturating_sub(last) < config.identify_window.as_millis() as u64 => {
+            let ago = Duration::from_millis(now_ms.saturating_sub(last));
+            queue.after_identify_at(std::time::Instant::now() - ago)
+        }
+        _ => queue,
+    }
+}
+
+/// The identify history a set of shards shares (one daily budget per bot).
+pub(crate) type SharedBudget = Arc<Mutex<IdentifyBudget>>;
+
 /// The driver of one gateway session. Run it with [`Shard::run`].
 pub struct Shard {
     config: ShardConfig,
+    budget: SharedBudget,
+    identify_queue: Arc<dyn IdentifyQueue>,
     events: queue::Producer,
     commands: Receiver<(Command, String)>,
     shutdown: Receiver<()>,
+    /// For a set to stop its other shards when one fails for good.
+    shutdown_tx: Sender<()>,
+    /// In a set: the start order and this shard's place in it.
+    start: Option<(Arc<set::StartOrder>, usize)>,
     status: Arc<Mutex<ShardStatus>>,
 }
 
 impl Shard {
     /// A driver and its handle.
     pub fn new(config: ShardConfig) -> (Shard, ShardHandle) {
-        let (event_tx, event_rx) = queue::queue(config.queue);
+        let (events, consumer) = queue::queue(config.queue, config.shard[0]);
+        let budget = Arc::new(Mutex::new(config.state.identifies.clone()));
+        let identify_queue = match &config.identify_queue {
+            Some(queue) => queue.clone(),
+            None => Arc::new(local_queue(&config, &config.state.identifies)),
+        };
+        Shard::with_parts(config, budget, identify_queue, events, consumer)
+    }
+
+    /// A driver sharing a set's queue, identify budget and identify queue.
+    pub(crate) fn with_parts(
+        config: ShardConfig,
+        budget: SharedBudget,
+        identify_queue: Arc<dyn IdentifyQueue>,
+        events: queue::Producer,
+        consumer: queue::Consumer,
+    ) -> (Shard, ShardHandle) {
         let (command_tx, command_rx) = channel::bounded(64);
         let (shutdown_tx, shutdown_rx) = channel::bounded(1);
         let status = Arc::new(Mutex::new(ShardStatus {
@@ -351,18 +408,26 @@ impl Shard {
         }));
         let shard = Shard {
             config,
-            events: event_tx,
+            budget,
+            identify_queue,
+            events,
             commands: command_rx,
             shutdown: shutdown_rx,
+            shutdown_tx: shutdown_tx.clone(),
+            start: None,
             status: status.clone(),
         };
         let handle = ShardHandle {
-            events: event_rx,
+            events: consumer,
             commands: command_tx,
             shutdown: shutdown_tx,
             status,
         };
         (shard, handle)
+    }
+
+    fn shutdown_sender(&self) -> Sender<()> {
+        self.shutdown_tx.clone()
     }
 
     /// Runs until shut down (`Ok`) or refused for good (`Err`, also sent to

@@ -8,8 +8,12 @@
 //! reader, it never grows memory. Heartbeat records, disconnect notices and
 //! the final error bypass the budget (a handful per connection), so the
 //! consumer still hears of them while it is behind, up to a small cap.
+//!
+//! The shards of a [`super::ShardSet`] share one queue (each item tagged
+//! with its shard), so the budget holds for the whole set: more shards never
+//! mean more memory waiting for the consumer.
 
-use super::{EventItem, ShardError};
+use super::EventItem;
 use event_listener::Event;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -40,6 +44,7 @@ impl Default for QueueLimits {
 }
 
 struct Entry {
+    shard: u32,
     item: EventItem,
     /// Payload bytes counted against `max_bytes` (0 for notices).
     bytes: usize,
@@ -52,7 +57,8 @@ struct State {
     dispatches: usize,
     bytes: usize,
     notices: usize,
-    closed: bool,
+    /// Producers alive; the queue closes when the last one goes.
+    producers: usize,
 }
 
 struct Shared {
@@ -77,9 +83,10 @@ impl Shared {
     }
 }
 
-/// The driver's side.
+/// A driver's side, tagging what it queues with its shard.
 pub(crate) struct Producer {
     shared: Arc<Shared>,
+    shard: u32,
 }
 
 /// The consumer's side (cloned into every [`super::ShardHandle`]).
@@ -88,7 +95,8 @@ pub(crate) struct Consumer {
     shared: Arc<Shared>,
 }
 
-pub(crate) fn queue(limits: QueueLimits) -> (Producer, Consumer) {
+/// A queue and the producer for `shard` (more with [`Producer::for_shard`]).
+pub(crate) fn queue(limits: QueueLimits, shard: u32) -> (Producer, Consumer) {
     let shared = Arc::new(Shared {
         limits: QueueLimits {
             max_events: limits.max_events.max(1),
@@ -99,7 +107,7 @@ pub(crate) fn queue(limits: QueueLimits) -> (Producer, Consumer) {
             dispatches: 0,
             bytes: 0,
             notices: 0,
-            closed: false,
+            producers: 1,
         }),
         pushed: Event::new(),
         taken: Event::new(),
@@ -107,12 +115,22 @@ pub(crate) fn queue(limits: QueueLimits) -> (Producer, Consumer) {
     (
         Producer {
             shared: shared.clone(),
+            shard,
         },
         Consumer { shared },
     )
 }
 
 impl Producer {
+    /// Another producer on the same queue, for `shard`.
+    pub(crate) fn for_shard(&self, shard: u32) -> Producer {
+        self.shared.lock().producers += 1;
+        Producer {
+            shared: self.shared.clone(),
+            shard,
+        }
+    }
+
     /// Queues a dispatch of `bytes` payload bytes if it fits; gives it back
     /// otherwise.
     pub(crate) fn try_push(&self, item: EventItem, bytes: usize) -> Result<(), EventItem> {
@@ -123,6 +141,7 @@ impl Producer {
         state.dispatches += 1;
         state.bytes += bytes;
         state.entries.push_back(Entry {
+            shard: self.shard,
             item,
             bytes,
             dispatch: true,
@@ -155,6 +174,7 @@ impl Producer {
         }
         state.notices += 1;
         state.entries.push_back(Entry {
+            shard: self.shard,
             item,
             bytes: 0,
             dispatch: false,
@@ -166,28 +186,28 @@ impl Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
-        self.shared.lock().closed = true;
+        self.shared.lock().producers -= 1;
         self.shared.pushed.notify(usize::MAX);
     }
 }
 
 impl Consumer {
-    /// The next event; `Err(Stopped)` once the driver is gone and the queue
-    /// is empty.
-    pub(crate) async fn recv(&self) -> EventItem {
+    /// The next event and its shard; `None` once every driver is gone and
+    /// the queue is empty.
+    pub(crate) async fn recv(&self) -> Option<(u32, EventItem)> {
         loop {
             let listener = self.shared.pushed.listen();
             if let Some(item) = self.try_recv() {
-                return item;
+                return Some(item);
             }
-            if self.shared.lock().closed {
-                return Err(ShardError::Stopped);
+            if self.shared.lock().producers == 0 {
+                return None;
             }
             listener.await;
         }
     }
 
-    fn try_recv(&self) -> Option<EventItem> {
+    fn try_recv(&self) -> Option<(u32, EventItem)> {
         let mut state = self.shared.lock();
         let entry = state.entries.pop_front()?;
         if entry.dispatch {
@@ -198,7 +218,7 @@ impl Consumer {
         }
         drop(state);
         self.shared.taken.notify(1);
-        Some(entry.item)
+        Some((entry.shard, entry.item))
     }
 
     /// Dispatches queued now.
@@ -209,7 +229,7 @@ impl Consumer {
 
 #[cfg(test)]
 mod tests {
-    use super::super::ShardEvent;
+    use super::super::{ShardError, ShardEvent};
     use super::*;
     use futures_lite::future;
 
@@ -228,36 +248,36 @@ mod tests {
 
     #[test]
     fn dispatches_are_bounded_by_count_and_bytes() {
-        let (tx, rx) = queue(limits(2, 100));
+        let (tx, rx) = queue(limits(2, 100), 0);
         assert!(tx.try_push(notice(), 60).is_ok());
         assert!(tx.try_push(notice(), 60).is_err(), "over the byte budget");
         assert!(tx.try_push(notice(), 40).is_ok());
         assert!(tx.try_push(notice(), 0).is_err(), "over the count");
         assert_eq!(rx.queued(), 2);
-        future::block_on(rx.recv()).unwrap();
+        let _ = future::block_on(rx.recv()).unwrap();
         assert!(tx.try_push(notice(), 61).is_err(), "40 + 61 > 100");
         assert!(tx.try_push(notice(), 60).is_ok(), "the 60 taken made room");
     }
 
     #[test]
     fn one_big_dispatch_fits_an_empty_queue() {
-        let (tx, _rx) = queue(limits(4, 10));
+        let (tx, _rx) = queue(limits(4, 10), 0);
         assert!(tx.try_push(notice(), 1_000_000).is_ok());
         assert!(tx.try_push(notice(), 1).is_err());
     }
 
     #[test]
     fn room_for_waits_until_the_consumer_takes() {
-        let (tx, rx) = queue(limits(1, 100));
+        let (tx, rx) = queue(limits(1, 100), 0);
         tx.try_push(notice(), 10).unwrap();
         assert!(future::block_on(future::poll_once(tx.room_for(10))).is_none());
-        future::block_on(rx.recv()).unwrap();
+        let _ = future::block_on(rx.recv()).unwrap();
         assert!(future::block_on(future::poll_once(tx.room_for(10))).is_some());
     }
 
     #[test]
     fn notices_bypass_the_budget_but_are_capped() {
-        let (tx, rx) = queue(limits(1, 100));
+        let (tx, rx) = queue(limits(1, 100), 0);
         tx.try_push(notice(), 10).unwrap();
         for _ in 0..MAX_NOTICES * 3 {
             tx.push_notice(notice());
@@ -266,11 +286,27 @@ mod tests {
     }
 
     #[test]
-    fn a_dropped_producer_ends_the_stream_after_the_queue_drains() {
-        let (tx, rx) = queue(QueueLimits::default());
-        tx.try_push(notice(), 1).unwrap();
-        drop(tx);
-        assert!(future::block_on(rx.recv()).is_ok());
-        assert_eq!(future::block_on(rx.recv()).err(), Some(ShardError::Stopped));
+    fn the_stream_ends_after_the_last_producer_and_the_queue_drain() {
+        let (tx0, rx) = queue(QueueLimits::default(), 0);
+        let tx7 = tx0.for_shard(7);
+        tx7.try_push(notice(), 1).unwrap();
+        tx0.push_notice(Err(ShardError::Stopped));
+        drop(tx7);
+        drop(tx0);
+        let (shard, item) = future::block_on(rx.recv()).unwrap();
+        assert_eq!((shard, item.is_ok()), (7, true));
+        assert_eq!(future::block_on(rx.recv()).unwrap().0, 0);
+        assert!(future::block_on(rx.recv()).is_none());
+    }
+
+    #[test]
+    fn shards_share_one_budget() {
+        let (tx0, rx) = queue(limits(2, 1000), 0);
+        let tx1 = tx0.for_shard(1);
+        tx0.try_push(notice(), 1).unwrap();
+        tx1.try_push(notice(), 1).unwrap();
+        assert!(tx0.try_push(notice(), 1).is_err());
+        assert!(tx1.try_push(notice(), 1).is_err());
+        assert_eq!(rx.queued(), 2);
     }
 }

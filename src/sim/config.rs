@@ -1,5 +1,6 @@
 //! What a simulator instance accepts and announces.
 
+use super::ratelimit::RestRateLimit;
 use super::tls::SimTls;
 use crate::protocol::{Intents, Snowflake};
 use crate::token::Token;
@@ -47,9 +48,18 @@ pub struct SimConfig {
     /// Identify budget, reported by `GET /gateway/bot` and spent by each
     /// Identify; at 0 an Identify gets op 9 `false`.
     pub session_start_limit: SessionStartLimit,
-    /// Enforce `max_concurrency` identifies per 5 s (op 9 `false` beyond it)
-    /// as Discord does. Off by default so tests may re-identify quickly.
+    /// Enforce one identify per `max_concurrency` bucket (`shard_id %
+    /// max_concurrency`) per `identify_window`, as Discord does: a too
+    /// early Identify gets op 9 `false` (PROTOCOL.md §1.5: "Exceeding the
+    /// concurrency limit yields op 9 Invalid Session"). Off by default so
+    /// tests may re-identify quickly; too early identifies are counted in
+    /// `Totals::identifies_too_early` either way.
     pub enforce_identify_concurrency: bool,
+    /// Discord's identify window per bucket (5 s; shorter for fast tests).
+    pub identify_window: Duration,
+    /// The shard count `GET /gateway/bot` recommends (when
+    /// `required_shards` is not set).
+    pub recommended_shards: u32,
     /// How long a disconnected session stays resumable (90 s, as observed).
     pub resume_window: Duration,
     /// Dispatches kept per session for replay; a Resume from further back
@@ -71,6 +81,10 @@ pub struct SimConfig {
     /// (Discord: "the past few minutes", no exact figure; 2 minutes here,
     /// so a client that counts on more fails in tests first).
     pub nonce_window: Duration,
+    /// Enforce REST rate limits (429 beyond them, as Discord does);
+    /// [`RestRateLimit::DISCORD`] for Discord's. Off by default so tests
+    /// may post quickly.
+    pub rest_rate_limit: Option<RestRateLimit>,
     /// Serve TLS (`wss://`, `https://`) with this certificate instead of
     /// plain `ws://` and `http://`; every URL the simulator hands out
     /// follows.
@@ -159,6 +173,8 @@ impl Default for SimConfig {
             required_shards: None,
             session_start_limit: SessionStartLimit::default(),
             enforce_identify_concurrency: false,
+            identify_window: Duration::from_secs(5),
+            recommended_shards: 1,
             resume_window: Duration::from_secs(90),
             replay_capacity: 1024,
             command_limit: 120,
@@ -166,6 +182,7 @@ impl Default for SimConfig {
             oversized_frame_bytes: 16 * 1024 * 1024 + 1024,
             guilds: vec![SimGuild::example()],
             nonce_window: Duration::from_secs(120),
+            rest_rate_limit: None,
             tls: None,
         }
     }

@@ -98,20 +98,32 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     let now = Instant::now();
     let mut state = reader.shared.lock();
     let limit = config.session_start_limit;
-    while state
-        .recent_identifies
-        .front()
-        .is_some_and(|t| now.saturating_duration_since(*t) > Duration::from_secs(5))
+    let bucket = shard_id % limit.max_concurrency.max(1);
+    let since_last = state
+        .last_identify
+        .get(&bucket)
+        .map(|last| now.saturating_duration_since(*last));
+    // A little slack for when frames are read, not when they were sent:
+    // clients (and gateway-queue) space identifies by exactly the window.
+    let slack = (config.identify_window / 100).min(Duration::from_millis(50));
+    let too_early = since_last.is_some_and(|gap| gap + slack < config.identify_window);
     {
-        state.recent_identifies.pop_front();
+        let totals = &mut state.stats.totals;
+        *totals.identifies_by_bucket.entry(bucket).or_default() += 1;
+        if too_early {
+            totals.identifies_too_early += 1;
+        }
+        if let Some(gap) = since_last {
+            let ms = gap.as_secs_f64() * 1000.0;
+            totals.min_identify_gap_ms = Some(totals.min_identify_gap_ms.map_or(ms, |m| m.min(ms)));
+        }
     }
-    let too_fast = config.enforce_identify_concurrency
-        && state.recent_identifies.len() >= limit.max_concurrency.max(1) as usize;
+    let too_fast = config.enforce_identify_concurrency && too_early;
     if state.start_remaining == 0 || too_fast {
         log::info!(
-            "sim: identify refused ({})",
+            "sim: identify of shard {shard_id} refused ({})",
             if too_fast {
-                "max_concurrency"
+                "too early for its max_concurrency bucket"
             } else {
                 "session start limit spent"
             }
@@ -121,7 +133,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
         return Ok(());
     }
     state.start_remaining -= 1;
-    state.recent_identifies.push_back(now);
+    state.last_identify.insert(bucket, now);
     state.sessions.expire(now, config.resume_window);
 
     let session_id = objects::session_id();

@@ -95,6 +95,8 @@ mod inject;
 mod multipart;
 mod nonces;
 mod objects;
+mod queue;
+mod ratelimit;
 mod rest;
 mod server;
 mod session;
@@ -107,6 +109,7 @@ pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, FLOOD_USER_ID};
 pub use inject::VoiceNote;
+pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use tls::SimTls;
@@ -229,6 +232,12 @@ impl Simulator {
     /// `http://127.0.0.1:P/control`.
     pub fn control_url(&self) -> String {
         format!("{}/control", self.shared().http_base())
+    }
+
+    /// The identify queue stand-in (twilight-rs/gateway-queue's protocol:
+    /// `GET {url}?shard=N`).
+    pub fn identify_queue_url(&self) -> String {
+        format!("{}/queue", self.shared().http_base())
     }
 
     /// Applies a gateway fault to every live connection; returns how many

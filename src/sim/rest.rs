@@ -2,21 +2,30 @@
 //! `/api/v10` (`/api/v9` too), plus the `/attachments/` file server.
 //!
 //! Requests are checked like Discord checks them (`Authorization: Bot
-//! <token>`, a JSON `Content-Type` for bodies, message length, empty
-//! messages, unknown channels) and answered with full objects and
-//! `Content-Type: application/json` exactly. Every request is recorded.
+//! <token>`, a JSON or `multipart/form-data` body, message length, empty
+//! messages, unknown channels, file sizes: 10 MiB a file, 25 MiB a request;
+//! rate limits when [`SimConfig::rest_rate_limit`](super::SimConfig) is
+//! set) and answered with full objects and `Content-Type: application/json`
+//! exactly. Uploaded files become the message's attachments, served under
+//! `/attachments/` like Discord's CDN. Every request is recorded.
 
 use super::faults::{RestFault, RestFaultKind};
 use super::http::{Request, Response};
 use super::multipart::{self, Part};
 use super::nonces::{Original, NONCE_MAX_CHARS};
 use super::objects::{self, MessagePlace};
+use super::ratelimit::Decision;
 use super::state::{Shared, State, StoredFile};
 use crate::protocol::Snowflake;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Discord's default limit per uploaded file.
+const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// Discord's limit on a whole request.
+const MAX_REQUEST_BYTES: usize = 25 * 1024 * 1024;
 
 /// One REST (or attachment) request as the simulator received it.
 #[derive(Clone, Debug, Serialize)]
@@ -171,17 +180,20 @@ pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration>
     }
 }
 
-fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
+/// The next REST fault (not a delay) for `path`, if any.
+pub(crate) fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
     take_matching(state, path, false)
 }
 
 /// Takes one of the first fault matching `path`: a `Delay` if `delay`,
-/// else any other kind.
+/// else any other kind. The identify queue takes only faults aimed at it.
 fn take_matching(state: &mut State, path: &str, delay: bool) -> Option<RestFaultKind> {
     let index = state.rest_faults.iter().position(|f| {
         f.count > 0
             && matches!(f.kind, RestFaultKind::Delay(_)) == delay
-            && f.path_prefix.as_deref().is_none_or(|p| path.starts_with(p))
+            && f.path_prefix
+                .as_deref()
+                .map_or(path != super::queue::PATH, |p| path.starts_with(p))
     })?;
     let fault: &mut RestFault = &mut state.rest_faults[index];
     fault.count -= 1;
@@ -192,33 +204,12 @@ fn take_matching(state: &mut State, path: &str, delay: bool) -> Option<RestFault
     Some(kind)
 }
 
-fn fault_response(kind: RestFaultKind) -> Response {
+pub(crate) fn fault_response(kind: RestFaultKind) -> Response {
     match kind {
         RestFaultKind::RateLimited {
             retry_after,
             global,
-        } => {
-            let reset = objects::unix_ms() as f64 / 1000.0 + retry_after;
-            let mut response = Response::json(
-                429,
-                &json!({
-                    "message": "You are being rate limited.",
-                    "retry_after": retry_after,
-                    "global": global,
-                }),
-            )
-            .with_header("Retry-After", format!("{}", retry_after.ceil() as u64))
-            .with_header("X-RateLimit-Limit", "5")
-            .with_header("X-RateLimit-Remaining", "0")
-            .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
-            .with_header("X-RateLimit-Reset-After", format!("{retry_after:.3}"))
-            .with_header("X-RateLimit-Bucket", "smolcord-sim-bucket")
-            .with_header("X-RateLimit-Scope", if global { "global" } else { "user" });
-            if global {
-                response = response.with_header("X-RateLimit-Global", "true");
-            }
-            response
-        }
+        } => rate_limited(retry_after, global, 5, SHARED_BUCKET),
         RestFaultKind::Forbidden => error(403, 50007, "Cannot send messages to this user"),
         RestFaultKind::ServerError(status) => error(status, 0, &format!("{status}: Server Error")),
         RestFaultKind::Unauthorized => error(401, 0, "401: Unauthorized"),
@@ -227,15 +218,72 @@ fn fault_response(kind: RestFaultKind) -> Response {
     }
 }
 
-/// The rate-limit headers Discord puts on every answer.
-fn with_bucket_headers(response: Response) -> Response {
-    let reset = objects::unix_ms() as f64 / 1000.0 + 1.0;
+/// The bucket every route names when no limits are enforced.
+const SHARED_BUCKET: &str = "smolcord-sim-bucket";
+
+/// A 429 as Discord sends it: JSON body, `Retry-After`, `X-RateLimit-*`.
+fn rate_limited(retry_after: f64, global: bool, limit: u32, bucket: &str) -> Response {
+    let reset = objects::unix_ms() as f64 / 1000.0 + retry_after;
+    let mut response = Response::json(
+        429,
+        &json!({
+            "message": "You are being rate limited.",
+            "retry_after": retry_after,
+            "global": global,
+        }),
+    )
+    .with_header("Retry-After", format!("{}", retry_after.ceil() as u64))
+    .with_header("X-RateLimit-Limit", limit.to_string())
+    .with_header("X-RateLimit-Remaining", "0")
+    .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
+    .with_header("X-RateLimit-Reset-After", format!("{retry_after:.3}"))
+    .with_header("X-RateLimit-Bucket", bucket)
+    .with_header("X-RateLimit-Scope", if global { "global" } else { "user" });
+    if global {
+        response = response.with_header("X-RateLimit-Global", "true");
+    }
     response
-        .with_header("X-RateLimit-Limit", "5")
-        .with_header("X-RateLimit-Remaining", "4")
+}
+
+/// The rate-limit headers Discord puts on every answer.
+fn with_bucket_headers(
+    response: Response,
+    limit: u32,
+    remaining: u32,
+    reset_after: Duration,
+    bucket: &str,
+) -> Response {
+    let reset_after = reset_after.as_secs_f64();
+    let reset = objects::unix_ms() as f64 / 1000.0 + reset_after;
+    response
+        .with_header("X-RateLimit-Limit", limit.to_string())
+        .with_header("X-RateLimit-Remaining", remaining.to_string())
         .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
-        .with_header("X-RateLimit-Reset-After", "1.000")
-        .with_header("X-RateLimit-Bucket", "smolcord-sim-bucket")
+        .with_header("X-RateLimit-Reset-After", format!("{reset_after:.3}"))
+        .with_header("X-RateLimit-Bucket", bucket)
+}
+
+/// The bucket a request counts against and its major parameter (the
+/// channel), named like Discord's opaque bucket ids: one per route.
+fn bucket_of(method: &str, segments: &[&str]) -> (String, String) {
+    match segments {
+        ["channels", channel, rest @ ..] => {
+            let route = match rest {
+                ["messages"] => "messages",
+                ["messages", _] => "message",
+                ["typing"] => "typing",
+                _ => "channel",
+            };
+            (
+                format!("sim-{}-{route}", method.to_ascii_lowercase()),
+                (*channel).to_owned(),
+            )
+        }
+        _ => (
+            format!("sim-{}-{}", method.to_ascii_lowercase(), segments.join("-")),
+            String::new(),
+        ),
+    }
 }
 
 fn authorized(shared: &Shared, request: &Request) -> bool {
@@ -272,6 +320,33 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         return error(401, 0, "401: Unauthorized");
     }
     let config = &shared.config;
+    let (limit, remaining, reset_after, bucket) = match &config.rest_rate_limit {
+        None => (5, 4, Duration::from_secs(1), SHARED_BUCKET.to_owned()),
+        Some(limits) => {
+            let (bucket, major) = bucket_of(method, &segments);
+            match state
+                .rate_book
+                .check(limits, &bucket, &major, Instant::now())
+            {
+                Decision::Allow {
+                    limit,
+                    remaining,
+                    reset_after,
+                } => (limit, remaining, reset_after, bucket),
+                Decision::Limited {
+                    retry_after,
+                    global,
+                } => {
+                    return rate_limited(
+                        retry_after.as_secs_f64(),
+                        global,
+                        limits.per_route,
+                        &bucket,
+                    )
+                }
+            }
+        }
+    };
     let response = match (segments.as_slice(), method) {
         (["gateway", "bot"], "GET") => {
             let limit = config.session_start_limit;
@@ -279,7 +354,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 200,
                 &json!({
                     "url": shared.gateway_url(),
-                    "shards": config.required_shards.unwrap_or(1),
+                    "shards": config.required_shards.unwrap_or(config.recommended_shards),
                     "session_start_limit": {
                         "total": limit.total,
                         "remaining": state.start_remaining,
@@ -322,7 +397,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         ) => error(405, 0, "405: Method Not Allowed"),
         _ => not_found(),
     };
-    with_bucket_headers(response)
+    with_bucket_headers(response, limit, remaining, reset_after, &bucket)
 }
 
 fn parse_id(text: &str) -> Option<u64> {
@@ -396,6 +471,49 @@ fn non_empty_array(json: &Value, field: &str) -> bool {
         .is_some_and(|a| !a.is_empty())
 }
 
+/// Discord's size limits on uploads; `Err` is its 413 answer.
+fn check_files(body: &Body) -> Result<(), Response> {
+    let total: usize = body.files.iter().map(|f| f.data.len()).sum();
+    if body.files.iter().any(|f| f.data.len() > MAX_FILE_BYTES) || total > MAX_REQUEST_BYTES {
+        return Err(error(413, 40005, "Request entity too large"));
+    }
+    Ok(())
+}
+
+/// Keeps the uploaded files (served under `/attachments/`) and returns
+/// their attachment objects.
+fn store_files(shared: &Shared, state: &mut State, channel_id: u64, body: &Body) -> Vec<Value> {
+    let mut attachments = Vec::new();
+    for file in &body.files {
+        let attachment_id = state.ids.next();
+        let filename = file.filename.clone().unwrap_or_else(|| "file".to_owned());
+        let content_type = file
+            .content_type
+            .clone()
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        let url = format!(
+            "{}/attachments/{channel_id}/{attachment_id}/{filename}",
+            shared.http_base()
+        );
+        attachments.push(json!({
+            "id": attachment_id.to_string(),
+            "filename": filename,
+            "size": file.data.len(),
+            "url": url,
+            "proxy_url": url,
+            "content_type": content_type,
+        }));
+        state.dir.files.insert(
+            attachment_id,
+            StoredFile {
+                content_type,
+                bytes: Arc::new(file.data.clone()),
+            },
+        );
+    }
+    attachments
+}
+
 fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) -> Response {
     let Some(channel_id) = parse_id(channel).filter(|id| state.dir.channels.contains_key(id))
     else {
@@ -440,35 +558,11 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
             }
         }
     }
-    let id = state.ids.next();
-    let mut attachments = Vec::new();
-    for file in &body.files {
-        let attachment_id = state.ids.next();
-        let filename = file.filename.clone().unwrap_or_else(|| "file".to_owned());
-        let content_type = file
-            .content_type
-            .clone()
-            .unwrap_or_else(|| "application/octet-stream".to_owned());
-        let url = format!(
-            "{}/attachments/{channel_id}/{attachment_id}/{filename}",
-            shared.http_base()
-        );
-        attachments.push(json!({
-            "id": attachment_id.to_string(),
-            "filename": filename,
-            "size": file.data.len(),
-            "url": url,
-            "proxy_url": url,
-            "content_type": content_type,
-        }));
-        state.dir.files.insert(
-            attachment_id,
-            StoredFile {
-                content_type,
-                bytes: Arc::new(file.data.clone()),
-            },
-        );
+    if let Err(response) = check_files(body) {
+        return response;
     }
+    let id = state.ids.next();
+    let attachments = store_files(shared, state, channel_id, body);
     let place = MessagePlace {
         channel_id,
         guild_id,
@@ -580,9 +674,28 @@ fn edit_message(
         Ok(content) => content,
         Err(response) => return response,
     };
+    if let Err(response) = check_files(body) {
+        return response;
+    }
+    if find_message(state, channel, message).is_none() {
+        return error(404, 10008, "Unknown Message");
+    }
+    // Uploaded files are added to the message's attachments.
+    let added = match parse_id(channel) {
+        Some(channel_id) if !body.files.is_empty() => store_files(shared, state, channel_id, body),
+        _ => Vec::new(),
+    };
     let Some(found) = find_message(state, channel, message) else {
         return error(404, 10008, "Unknown Message");
     };
+    if !added.is_empty() {
+        let mut attachments = found.object["attachments"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        attachments.extend(added);
+        found.object["attachments"] = Value::Array(attachments);
+    }
     if let Some(content) = content {
         found.content = content.clone();
         found.object["content"] = json!(content);

@@ -5,7 +5,7 @@
 use super::http::{HttpConn, Response};
 use super::state::Shared;
 use super::tls::SimStream;
-use super::{control, gateway, rest};
+use super::{control, gateway, queue, rest};
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
 use serde_json::json;
@@ -128,6 +128,8 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
             control::handle(&shared, &request)
         } else if path.starts_with("/attachments/") {
             rest::attachment(&shared, &request)
+        } else if path == queue::PATH {
+            queue::handle(&shared, &request).await
         } else if path == "/" || path == "/resume" {
             Response::json(
                 426,

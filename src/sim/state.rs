@@ -117,7 +117,11 @@ pub(crate) struct State {
     pub(crate) nonces: NonceBook,
     pub(crate) ids: IdGen,
     pub(crate) start_remaining: u32,
-    pub(crate) recent_identifies: VecDeque<Instant>,
+    /// The last identify of each `max_concurrency` bucket.
+    pub(crate) last_identify: HashMap<u32, Instant>,
+    /// The identify queue stand-in: when each bucket's next turn is.
+    pub(crate) queue_next: HashMap<u32, Instant>,
+    pub(crate) rate_book: super::ratelimit::RateBook,
 }
 
 /// Everything the simulator's parts share.
@@ -151,7 +155,9 @@ impl Shared {
             nonces: NonceBook::new(config.nonce_window),
             ids: IdGen::default(),
             start_remaining: config.session_start_limit.remaining,
-            recent_identifies: VecDeque::new(),
+            last_identify: HashMap::new(),
+            queue_next: HashMap::new(),
+            rate_book: Default::default(),
         };
         Shared {
             config,

@@ -58,6 +58,13 @@ pub struct Totals {
     pub missed_deadlines: u64,
     /// REST requests answered.
     pub rest_requests: u64,
+    /// Identifies per `max_concurrency` bucket (key: bucket number).
+    pub identifies_by_bucket: std::collections::BTreeMap<u32, u64>,
+    /// Identifies that came within `identify_window` of the previous one
+    /// of their bucket (refused with op 9 when enforcement is on).
+    pub identifies_too_early: u64,
+    /// The shortest time between two identifies of one bucket, ms.
+    pub min_identify_gap_ms: Option<f64>,
     /// Messages not created again because their `nonce` was seen within
     /// the window (`enforce_nonce`): the original was returned instead.
     pub duplicates_prevented: u64,

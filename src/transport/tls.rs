@@ -25,6 +25,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 use rustls::{ClientConfig, RootCertStore};
 
+use crate::offload::{self, FileKind};
+
 /// Largest CA file read: a whole system bundle is ≈ 220 KB.
 pub const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 
@@ -88,29 +90,14 @@ pub fn install_extra_roots(pem: &[u8], origin: &str) -> Result<usize, TlsError> 
 /// blocking pool) and installs its certificates as extra roots.
 pub async fn load_extra_roots(path: &Path) -> Result<usize, TlsError> {
     let origin = path.display().to_string();
-    let owned = path.to_path_buf();
-    let bytes = crate::offload::unblock(move || read_capped(&owned))
+    let read = offload::read_capped(path, MAX_CA_FILE_BYTES, FileKind::Any, |bytes| bytes);
+    let bytes = read
         .await
-        .map_err(|e| TlsError(format!("CA file {origin}: {e}")))?;
+        .map_err(|e| TlsError(format!("CA file: {e}")))?
+        .ok_or_else(|| TlsError(format!("CA file {origin}: file not found")))?;
     let added = install_extra_roots(&bytes, &origin)?;
     log::info!("trusting {added} extra CA certificate(s) from {origin}");
     Ok(added)
-}
-
-// Start-up only, and on the blocking pool (like the config file's read).
-#[allow(clippy::disallowed_methods)]
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_CA_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_CA_FILE_BYTES {
-        return Err(std::io::Error::other(format!(
-            "larger than {MAX_CA_FILE_BYTES} bytes"
-        )));
-    }
-    Ok(bytes)
 }
 
 fn build(extra: &[CertificateDer<'static>]) -> Arc<ClientConfig> {

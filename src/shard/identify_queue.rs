@@ -1,0 +1,269 @@
+//! Who may identify when.
+//!
+//! Discord lets a bot start `max_concurrency` fresh sessions per 5 s: one
+//! per bucket, the bucket of shard `n` being `n % max_concurrency`. Too
+//! early an Identify gets op 9 (invalid session), which costs a retry and a
+//! piece of the daily budget. A shard asks its [`IdentifyQueue`] for a
+//! permit before each fresh identify (a resume never asks: it is free and
+//! unlimited) and holds it until its Identify is sent.
+//!
+//! - [`LocalIdentifyQueue`]: the shards of one process (a [`super::ShardSet`]
+//!   shares one), one identify per bucket per window, buckets served in the
+//!   order shards ask.
+//! - [`RemoteIdentifyQueue`]: processes and hosts share a separately run
+//!   service speaking twilight-rs/gateway-queue's protocol — `GET
+//!   {url}?shard=N`, answered (2xx) when shard N may identify. A queue that
+//!   is down is asked again with backoff and said so loudly, never bypassed:
+//!   bypassing it is how a fleet burns its daily identify budget.
+//!
+//! ```
+//! # use smolcord::shard::{IdentifyQueue, LocalIdentifyQueue};
+//! # use std::time::Duration;
+//! # futures_lite::future::block_on(async {
+//! let queue = LocalIdentifyQueue::new(Duration::from_secs(5));
+//! queue.set_max_concurrency(4);
+//! let permit = queue.permit(6).await; // bucket 2
+//! // ... connect, send Identify ...
+//! drop(permit); // bucket 2 is free again 5 s from now
+//! # });
+//! ```
+
+use super::backoff::Backoff;
+use super::BoxFuture;
+use smol::lock::{Mutex as AsyncMutex, MutexGuardArc};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Grants fresh identifies. Shared by every shard that must respect the
+/// same limit.
+pub trait IdentifyQueue: Send + Sync {
+    /// Resolves when shard `shard_id` may identify. Hold the permit until
+    /// the Identify is sent (or the attempt failed).
+    fn permit(&self, shard_id: u32) -> BoxFuture<IdentifyPermit>;
+
+    /// The bot's `max_concurrency`, as `GET /gateway/bot` reports it.
+    fn set_max_concurrency(&self, _max_concurrency: u32) {}
+}
+
+/// Leave to identify; dropping it frees the bucket (after its window).
+pub struct IdentifyPermit {
+    _turn: Option<BucketTurn>,
+}
+
+impl IdentifyPermit {
+    /// A permit that frees nothing when dropped (the remote queue keeps its
+    /// own time).
+    pub fn granted() -> IdentifyPermit {
+        IdentifyPermit { _turn: None }
+    }
+}
+
+/// One bucket held: on release, the next identify in it may go `window`
+/// after now.
+struct BucketTurn {
+    next_allowed: MutexGuardArc<Option<Instant>>,
+    window: Duration,
+}
+
+impl Drop for BucketTurn {
+    fn drop(&mut self) {
+        *self.next_allowed = Some(Instant::now() + self.window);
+    }
+}
+
+/// The in-process queue: one identify per bucket per `window`.
+pub struct LocalIdentifyQueue {
+    window: Duration,
+    /// One slot per bucket: when its next identify may go.
+    buckets: Mutex<Vec<Arc<AsyncMutex<Option<Instant>>>>>,
+}
+
+impl LocalIdentifyQueue {
+    /// A queue with one bucket (`max_concurrency` 1) until told otherwise.
+    pub fn new(window: Duration) -> LocalIdentifyQueue {
+        LocalIdentifyQueue {
+            window,
+            buckets: Mutex::new(vec![Arc::new(AsyncMutex::new(None))]),
+        }
+    }
+
+    /// Holds every bucket until `window` after `last` (an identify made
+    /// before this process started, from the persisted history).
+    pub fn after_identify_at(self, last: Instant) -> LocalIdentifyQueue {
+        for bucket in self.lock().iter() {
+            if let Some(mut next) = bucket.try_lock() {
+                *next = Some(last + self.window);
+            }
+        }
+        self
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<AsyncMutex<Option<Instant>>>>> {
+        self.buckets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl IdentifyQueue for LocalIdentifyQueue {
+    fn permit(&self, shard_id: u32) -> BoxFuture<IdentifyPermit> {
+        let bucket = {
+            let buckets = self.lock();
+            buckets[shard_id as usize % buckets.len()].clone()
+        };
+        let window = self.window;
+        Box::pin(async move {
+            // async-lock's Mutex is fair: shards get their bucket in the
+            // order they asked, so a set starts in shard order.
+            let next_allowed = bucket.lock_arc().await;
+            if let Some(at) = *next_allowed {
+                if at > Instant::now() {
+                    async_io::Timer::at(at).await;
+                }
+            }
+            IdentifyPermit {
+                _turn: Some(BucketTurn {
+                    next_allowed,
+                    window,
+                }),
+            }
+        })
+    }
+
+    fn set_max_concurrency(&self, max_concurrency: u32) {
+        let wanted = max_concurrency.max(1) as usize;
+        let mut buckets = self.lock();
+        if buckets.len() != wanted {
+            // Every new bucket waits out the longest window still running,
+            // so a change never lets an identify through early.
+            let busy_until = buckets
+                .iter()
+                .filter_map(|b| b.try_lock().and_then(|next| *next))
+                .max();
+            *buckets = (0..wanted)
+                .map(|_| Arc::new(AsyncMutex::new(busy_until)))
+                .collect();
+        }
+    }
+}
+
+/// A queue service shared by processes and hosts (twilight-rs/gateway-queue
+/// protocol).
+pub struct RemoteIdentifyQueue {
+    url: String,
+}
+
+/// How long one request to the queue service may take: the service holds
+/// it until the shard's turn, which for the last of many shards can be
+/// minutes away.
+const REMOTE_WAIT: Duration = Duration::from_secs(600);
+
+impl RemoteIdentifyQueue {
+    /// A queue at `url` (`http://` or `https://`; `?shard=N` is appended).
+    pub fn new(url: impl Into<String>) -> RemoteIdentifyQueue {
+        RemoteIdentifyQueue { url: url.into() }
+    }
+
+    fn request_url(&self, shard_id: u32) -> String {
+        let separator = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{separator}shard={shard_id}", self.url)
+    }
+}
+
+impl IdentifyQueue for RemoteIdentifyQueue {
+    fn permit(&self, shard_id: u32) -> BoxFuture<IdentifyPermit> {
+        let url = self.request_url(shard_id);
+        Box::pin(async move {
+            let mut backoff = Backoff::new(
+                Duration::from_secs(1),
+                Duration::from_secs(60),
+                Duration::MAX,
+            );
+            loop {
+                let asked = Instant::now();
+                let failure = match crate::rest::plain_get(url.clone(), REMOTE_WAIT).await {
+                    Ok(status) if (200..300).contains(&status) => {
+                        log::debug!(
+                            "identify queue: shard {shard_id} may identify (waited {:.1} s)",
+                            asked.elapsed().as_secs_f64()
+                        );
+                        return IdentifyPermit::granted();
+                    }
+                    Ok(status) => format!("answered HTTP {status}"),
+                    Err(err) => err,
+                };
+                let wait = backoff.ceiling();
+                backoff.next_delay();
+                log::error!(
+                    "identify queue {url} {failure}; shard {shard_id} does not identify without it (that is how a fleet burns its daily identify budget): asking again in {:.0} s",
+                    wait.as_secs_f64()
+                );
+                async_io::Timer::after(wait).await;
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_lite::future;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn one_identify_per_bucket_per_window() {
+        let queue = LocalIdentifyQueue::new(200 * MS);
+        queue.set_max_concurrency(2);
+        future::block_on(async {
+            let start = Instant::now();
+            drop(queue.permit(0).await);
+            drop(queue.permit(1).await); // another bucket: no wait
+            assert!(start.elapsed() < 150 * MS);
+            drop(queue.permit(2).await); // bucket 0 again: waits
+            assert!(start.elapsed() >= 200 * MS);
+        });
+    }
+
+    #[test]
+    fn the_window_runs_from_the_release_of_the_permit() {
+        let queue = LocalIdentifyQueue::new(100 * MS);
+        future::block_on(async {
+            let permit = queue.permit(0).await;
+            async_io::Timer::after(150 * MS).await; // a slow connect
+            drop(permit);
+            let released = Instant::now();
+            drop(queue.permit(0).await);
+            assert!(released.elapsed() >= 100 * MS);
+        });
+    }
+
+    #[test]
+    fn a_held_bucket_blocks_its_next_shard() {
+        let queue = LocalIdentifyQueue::new(10 * MS);
+        future::block_on(async {
+            let _held = queue.permit(0).await;
+            assert!(future::poll_once(queue.permit(0)).await.is_none());
+        });
+    }
+
+    #[test]
+    fn a_persisted_identify_holds_the_first_one() {
+        let queue = LocalIdentifyQueue::new(100 * MS).after_identify_at(Instant::now());
+        future::block_on(async {
+            let start = Instant::now();
+            drop(queue.permit(0).await);
+            assert!(start.elapsed() >= 90 * MS);
+        });
+    }
+
+    #[test]
+    fn remote_urls_get_the_shard() {
+        assert_eq!(
+            RemoteIdentifyQueue::new("http://q:8000/").request_url(3),
+            "http://q:8000/?shard=3"
+        );
+        assert_eq!(
+            RemoteIdentifyQueue::new("http://q/?token=x").request_url(3),
+            "http://q/?token=x&shard=3"
+        );
+    }
+}

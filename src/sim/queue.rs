@@ -1,0 +1,44 @@
+//! A stand-in for twilight-rs/gateway-queue, the identify queue service a
+//! fleet of processes shares: `GET /queue?shard=N` is answered when shard N
+//! may identify — one per `max_concurrency` bucket (`N % max_concurrency`)
+//! per `identify_window`, in the order asked — with gateway-queue's body.
+//! A REST fault on the prefix `/queue` (e.g. `RestFault::server_error(503,
+//! 2).on("/queue")`) makes it fail like a service that is down.
+
+use super::http::{Request, Response};
+use super::rest::{fault_response, take_fault};
+use super::state::Shared;
+use serde_json::json;
+use std::time::Instant;
+
+/// The queue's path.
+pub(crate) const PATH: &str = "/queue";
+
+pub(crate) async fn handle(shared: &Shared, request: &Request) -> Response {
+    let Some(shard) = request
+        .query_param("shard")
+        .and_then(|s| s.parse::<u32>().ok())
+    else {
+        return Response::json(
+            400,
+            &json!({"message": "the query must name the shard: ?shard=N"}),
+        );
+    };
+    let slot = {
+        let mut state = shared.lock();
+        if let Some(fault) = take_fault(&mut state, PATH) {
+            return fault_response(fault);
+        }
+        let config = &shared.config;
+        let bucket = shard % config.session_start_limit.max_concurrency.max(1);
+        let now = Instant::now();
+        let next = state.queue_next.entry(bucket).or_insert(now);
+        let slot = (*next).max(now);
+        *next = slot + config.identify_window;
+        slot
+    };
+    if slot > Instant::now() {
+        async_io::Timer::at(slot).await;
+    }
+    Response::json(200, &json!({"message": "You're free to connect now! :)"}))
+}

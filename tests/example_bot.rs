@@ -1,0 +1,75 @@
+//! The reference bot (`examples/bot.rs`, written only against the library)
+//! runs against the simulator: two shards in one process, both READY, a DM
+//! `!ping` answered with `pong`, SIGTERM closes every shard and exits 0.
+#![cfg(feature = "sim")]
+#![allow(clippy::disallowed_methods)] // waits on a child process
+
+mod support;
+
+use smolcord::sim::{SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+use support::binary::Smolcord;
+use support::wait::{sim_saw, wait_until_blocking};
+
+const BOUND: Duration = Duration::from_secs(20);
+
+/// `cargo test` builds the examples next to the test binaries' directory.
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let debug = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    debug.join("examples").join(name)
+}
+
+#[test]
+fn the_reference_bot_runs_two_shards_answers_and_stops_cleanly() {
+    let sim = Simulator::start(SimConfig {
+        heartbeat_interval: Duration::from_millis(1000),
+        recommended_shards: 2,
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let mut command = Command::new(example("bot"));
+    command
+        .env_clear()
+        .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
+        .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
+        .env("SMOLCORD_API_BASE", sim.api_base())
+        .env("SMOLCORD_SHARDS", "auto");
+    let mut bot = Smolcord::start(command);
+
+    let ready = |shard: u32| move |e: &SimEvent| matches!(e, SimEvent::Identified { identify, .. } if identify.shard == Some([shard, 2]));
+    for shard in 0..2 {
+        sim_saw(
+            &sim,
+            &format!("shard {shard} identify"),
+            BOUND,
+            ready(shard),
+        );
+    }
+    let (_, channel) = sim.send_dm(4242, "pinger", "!ping");
+    wait_until_blocking("a pong in the DM", BOUND, || {
+        sim.messages_in(channel)
+            .iter()
+            .any(|m| m.content == "pong")
+            .then_some(())
+    });
+
+    bot.terminate();
+    let status = bot.wait(BOUND);
+    let stderr = bot.stderr();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("running shards 0..=1 of 2"), "{stderr}");
+    // Both shards closed with a resumable code.
+    let closes: Vec<_> = sim
+        .stats()
+        .connections
+        .iter()
+        .map(|c| c.client_close_code)
+        .collect();
+    assert_eq!(closes, vec![Some(4000), Some(4000)], "{stderr}");
+}
