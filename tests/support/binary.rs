@@ -30,11 +30,19 @@ impl Smolcord {
     pub fn start(mut command: Command) -> Smolcord {
         let output = tempfile::tempdir().expect("a dir for the child's output");
         let file = |name: &str| File::create(output.path().join(name)).expect("an output file");
-        let child = command
+        command
             .stdin(Stdio::null())
             .stdout(file("stdout"))
-            .stderr(file("stderr"))
-            .spawn()
+            .stderr(file("stderr"));
+        // A binary just copied (see `Image`) is "busy" while another test
+        // thread's fork still holds the copy's write descriptor, until that
+        // fork execs: try again for a moment.
+        let spawned = poll_until(Duration::from_secs(5), || match command.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => None,
+            other => Some(other),
+        });
+        let child = spawned
+            .unwrap_or_else(|| panic!("the smolcord binary stayed busy (ETXTBSY) for 5 s"))
             .expect("spawn the smolcord binary");
         Smolcord { child, output }
     }
