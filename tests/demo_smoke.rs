@@ -21,12 +21,31 @@ fn the_demo_runs_to_its_report() {
         "replies delivered     3 (+ 1 queued result(s) from the spool)",
         "gateway sessions      1",
         "heartbeat, gateway",
+        // The client's account drawn as `smolcord status` draws it; stdout
+        // is a pipe, so in ASCII.
+        "heartbeat lateness (sent - scheduled: the loop's own delay)",
+        "heartbeat round trip (sent -> ACK: the network)",
     ] {
         assert!(
             stdout.contains(expected),
             "missing {expected:?} in:\n{stdout}"
         );
     }
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.trim_start().starts_with("<= ") && line.contains(" |#")),
+        "no lateness bars in:\n{stdout}"
+    );
+    // The one session, in the timeline, ended by the demo's own shutdown.
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.contains(" identify ") && line.ends_with("  shutdown")),
+        "no session timeline in:\n{stdout}"
+    );
+    let report = &stdout[stdout.find("== smolcord demo report").unwrap()..];
+    assert!(report.is_ascii(), "a pipe gets an ASCII report:\n{report}");
     // The demo cleans up its temporary state dir.
     let left: Vec<_> = std::fs::read_dir(state.path()).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");

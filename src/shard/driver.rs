@@ -9,6 +9,7 @@
 //! shutdown are still served, and the time spent not reading is kept out of
 //! the zombie verdict (see [`Heartbeat::verdict`]).
 
+use super::history::{EndReason, StartKind};
 use super::identify_budget::{Pressure, SessionStartLimit};
 use super::identify_queue::IdentifyPermit;
 use super::ratelimit::CommandLimiter;
@@ -25,6 +26,7 @@ use crate::protocol::{
 };
 use crate::rest::USER_AGENT;
 use crate::transport::{Connection, Incoming, Limits, TransportError};
+use crate::wire::WireTrace;
 use async_io::Timer;
 use futures_lite::future;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -78,6 +80,9 @@ pub(super) struct Driver {
     /// A send timed out: the peer stopped reading, so skip the close
     /// handshake.
     abandon: bool,
+    /// Why the current connection is ending (the first cause seen), for
+    /// the session history.
+    end: Option<EndReason>,
 }
 
 fn unix_ms() -> u64 {
@@ -99,6 +104,7 @@ impl Driver {
             last_seq,
             send_bound: Duration::from_secs(10),
             abandon: false,
+            end: None,
         }
     }
 
@@ -180,6 +186,7 @@ impl Driver {
                 config.connect_timeout,
                 limits,
                 USER_AGENT,
+                WireTrace::client(Some(config.token.clone())),
             )
             .await;
             let connection = match connected {
@@ -314,9 +321,20 @@ impl Driver {
             url: url.to_owned(),
             held: None,
             slice: Slice::new(),
+            beats: 0,
+            worst_lateness: Duration::ZERO,
         };
         self.abandon = false;
+        self.end = None;
         let outcome = self.drive(&mut connection, session, &mut live).await;
+        // Closes the session the history has open (if Identify or Resume
+        // went out on this connection; otherwise there is none). Every way
+        // out of a session notes its cause; `Unknown` would be a path missed.
+        let reason = self.end.take().unwrap_or(EndReason::Unknown);
+        self.status()
+            .state
+            .history
+            .ended(reason, live.beats, live.worst_lateness, unix_ms());
         if let Some((Ok(ShardEvent::Dispatch(dispatch)), bytes)) = live.held.take() {
             // Already counted as delivered (its seq is our resume point):
             // hand it over before anything of the next connection.
@@ -430,7 +448,7 @@ impl Driver {
     /// The frame in `message`: `Err` when the connection ended, `None`
     /// for a frame that does not decode (logged and skipped).
     fn frame_of(
-        &self,
+        &mut self,
         message: Result<Incoming, TransportError>,
     ) -> Result<Option<Frame>, Outcome> {
         let text = match message {
@@ -445,6 +463,12 @@ impl Driver {
                 Ok(None)
             }
         }
+    }
+
+    /// Notes why the connection is ending; the first cause wins (a zombie
+    /// verdict is the reason, not the close that follows it).
+    fn end_because(&mut self, reason: EndReason) {
+        self.end.get_or_insert(reason);
     }
 
     fn malformed(&self, detail: &str) {
@@ -472,10 +496,12 @@ impl Driver {
             Some(Ok(())) => Ok(()),
             Some(Err(err)) => {
                 log::warn!("{err}; reconnecting");
+                self.end_because(EndReason::Dropped);
                 Err(Outcome::Resume { immediate: false })
             }
             None => {
                 self.abandon = true;
+                self.end_because(EndReason::Zombie);
                 log::warn!(
                     "a send to the gateway did not finish within {:.1} s: it stopped reading; leaving the connection as a zombie and reconnecting to resume",
                     bound.as_secs_f64()
@@ -532,6 +558,12 @@ impl Driver {
         log::debug!("identifying (shard {:?})", self.shard.config.shard);
         let sent = self.send_now(connection, limiter, json).await;
         drop(permit);
+        if sent.is_ok() {
+            self.status()
+                .state
+                .history
+                .started(StartKind::Identify, unix_ms());
+        }
         sent
     }
 
@@ -557,6 +589,10 @@ impl Driver {
                 if let Err(outcome) = self.send_now(connection, limiter, json).await {
                     return outcome;
                 }
+                self.status()
+                    .state
+                    .history
+                    .started(StartKind::Resume, unix_ms());
                 None
             }
             None => Some((Instant::now(), self.shard.identify_queue.permit(shard_id))),
@@ -653,7 +689,10 @@ impl Driver {
                 }
                 Wake::Command(json) => self.send_now(connection, limiter, json).await,
                 Wake::CommandSlot => Ok(()),
-                Wake::Shutdown => Err(Outcome::Shutdown),
+                Wake::Shutdown => {
+                    self.end_because(EndReason::Shutdown);
+                    Err(Outcome::Shutdown)
+                }
             };
             if let Err(outcome) = result {
                 return outcome;
@@ -725,6 +764,7 @@ impl Driver {
         let now = Instant::now();
         if heartbeat.verdict(now, reading) == Verdict::Zombie {
             heartbeat.on_zombie();
+            self.end_because(EndReason::Zombie);
             let interval = heartbeat.interval().as_secs_f64();
             let reason = match reading {
                 Reading::CaughtUp => format!(
@@ -743,6 +783,8 @@ impl Driver {
             .to_json()
             .unwrap_or_default();
         let record = heartbeat.on_sent(now);
+        live.beats += 1;
+        live.worst_lateness = live.worst_lateness.max(record.lateness);
         self.send_now(connection, limiter, json).await?;
         let warn = self.shard.config.heartbeat_warn;
         if record.lateness >= warn {
@@ -811,10 +853,12 @@ impl Driver {
             }
             Some(OpCode::Reconnect) => {
                 log::info!("gateway asked us to reconnect (op 7); resuming");
+                self.end_because(EndReason::Reconnect);
                 Err(Outcome::Resume { immediate: true })
             }
             Some(OpCode::InvalidSession) => {
                 let resumable = frame.data::<bool>().unwrap_or(false);
+                self.end_because(EndReason::InvalidSession { resumable });
                 if resumable && self.session().is_some() {
                     log::info!("invalid session (op 9, resumable); resuming");
                     Err(Outcome::Resume { immediate: true })
@@ -861,6 +905,7 @@ impl Driver {
                 "the gateway sent {name} with sequence number {seq} after {}: refusing a jump of more than {MAX_SEQ_JUMP}; reconnecting",
                 last.map_or("none".to_owned(), |l| l.to_string())
             );
+            self.end_because(EndReason::Malformed);
             return Err(Outcome::Resume { immediate: false });
         }
         self.last_seq = last;
@@ -912,6 +957,7 @@ impl Driver {
             Ok(ready) => ready,
             Err(err) => {
                 self.malformed(&err.to_string());
+                self.end_because(EndReason::Malformed);
                 return Err(Outcome::Reidentify {
                     wait: Duration::ZERO,
                 });
@@ -936,6 +982,7 @@ impl Driver {
             status.sessions_started += 1;
             status.connected = true;
             status.last_ready = Some(SystemTime::now());
+            status.state.history.established(unix_ms());
             status.user = Some(ready.user.clone());
             status.sessions_started
         };
@@ -960,6 +1007,7 @@ impl Driver {
             status.resumes += 1;
             status.connected = true;
             status.last_resumed = Some(SystemTime::now());
+            status.state.history.established(unix_ms());
             if let (Some(session), Some(seq)) = (status.state.session.as_mut(), self.last_seq) {
                 session.seq = seq;
             }
@@ -990,7 +1038,11 @@ impl Driver {
     }
 
     /// Turns a close or transport error into what to do next.
-    fn connection_lost(&self, message: Result<Incoming, TransportError>) -> Outcome {
+    fn connection_lost(&mut self, message: Result<Incoming, TransportError>) -> Outcome {
+        self.end_because(match &message {
+            Ok(Incoming::Closed(code)) => EndReason::from_close(*code),
+            _ => EndReason::Dropped,
+        });
         let reason;
         let outcome = match message {
             Ok(Incoming::Closed(Some(code))) => {
@@ -1035,6 +1087,10 @@ struct Live {
     /// A dispatch waiting for room in the consumer's queue, and its size.
     held: Option<(EventItem, usize)>,
     slice: Slice,
+    /// Scheduled beats sent on this connection, and the worst lateness
+    /// among them (for the session history).
+    beats: u64,
+    worst_lateness: Duration,
 }
 
 /// Work done since the loop last yielded to the executor.
