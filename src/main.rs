@@ -25,10 +25,10 @@ usage:
                                print the failure journal
 
 environment: DISCORD_TOKEN, SMOLCORD_CONFIG, SMOLCORD_STATE_DIR,
-SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, SMOLCORD_ASCII=1 (plain ASCII
-output), RUST_LOG (default info; smolcord::wire=trace prints every gateway
-frame in and out, token and session id redacted; smolcord::sim::wire=trace
-the same from the simulator's side)";
+SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, SMOLCORD_CA_FILE, SMOLCORD_ASCII=1
+(plain ASCII output), RUST_LOG (default info; smolcord::wire=trace prints
+every gateway frame in and out, token and session id redacted;
+smolcord::sim::wire=trace the same from the simulator's side)";
 
 /// The `blocking` pool's thread cap unless `BLOCKING_MAX_THREADS` is set
 /// (the crate's default is 500). What runs there: REST calls (a thread

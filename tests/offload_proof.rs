@@ -6,13 +6,14 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // the BEFORE half blocks on purpose
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::offload::{self, CommandSpec};
 use smolcord::shard::ShardEvent;
 use smolcord::sim::{SimConfig, Simulator};
 use std::time::Duration;
+use support::shard::*;
+use support::wait::*;
 
 const INTERVAL_MS: u64 = 200;
 

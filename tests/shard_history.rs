@@ -3,14 +3,15 @@
 //! `smolcord status` draws that timeline.
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::chart::Charset;
 use smolcord::shard::{EndReason, ShardError, ShardEvent, ShardHandle, StartKind};
 use smolcord::sim::Fault;
 use smolcord::status::{now_unix_ms, StatusSnapshot};
 use std::time::{Duration, Instant};
+use support::shard::*;
+use support::wait::*;
 
 const INTERVAL_MS: u64 = 300;
 

@@ -5,9 +5,8 @@
 //! rate; a queue service that is down delays identifies, loudly.
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::rest::RestClient;
 use smolcord::shard::{
     GatewayInfo, RemoteIdentifyQueue, SessionStartLimit, ShardConfig, ShardEvent, ShardSet,
@@ -17,6 +16,9 @@ use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simula
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::logs::captured;
+use support::shard::*;
+use support::wait::*;
 
 const WINDOW: Duration = Duration::from_millis(700);
 
@@ -60,7 +62,7 @@ fn run_sets<T>(
     sets: Vec<(ShardSet, ShardSetHandle)>,
     body: impl std::future::Future<Output = T>,
 ) -> T {
-    capture_logs();
+    support::logs::capture();
     let ex = smol::LocalExecutor::new();
     let mut drivers = Vec::new();
     let mut handles = Vec::new();
@@ -221,10 +223,10 @@ fn a_queue_service_that_is_down_delays_identifies_and_says_so() {
             "{:?}",
             start.elapsed()
         );
-        let said = logs()
+        let said = captured()
             .iter()
             .filter(|l| l.contains("identify queue") && l.contains("answered HTTP 503"))
             .count();
-        assert_eq!(said, 2, "{:#?}", logs());
+        assert_eq!(said, 2, "{:#?}", captured());
     });
 }

@@ -4,13 +4,13 @@
 //! a line and the large frame abbreviated.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::json;
-use sim_client::*;
 use smolcord::sim::{Fault, SimConfig, SimEvent, DEFAULT_SIM_TOKEN};
 use smolcord::wire::SERVER_TARGET;
 use std::sync::Mutex;
+use support::sim_client::*;
 
 /// Keeps the trace lines of the simulator's wire target.
 struct Capture(Mutex<Vec<String>>);

@@ -36,6 +36,11 @@ const SHARD_STOP_BOUND: Duration = Duration::from_secs(2);
 /// the start-up token check gets a 401).
 pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String> {
     let config = Config::load(config, env).await.map_err(|e| e.to_string())?;
+    if let Some(file) = &config.extra_ca_file {
+        crate::transport::tls::load_extra_roots(file)
+            .await
+            .map_err(|e| format!("extra_ca_file (or SMOLCORD_CA_FILE): {e}"))?;
+    }
     let token = config
         .token(env)
         .await

@@ -12,6 +12,7 @@ use super::http::{HttpConn, Request, Response};
 use super::identify::{handle_identify, handle_resume, lenient_since};
 use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
+use super::tls::SimStream;
 use super::zlib::{compress_payload, ZlibStream};
 use crate::protocol::{CloseCode, Frame, OpCode, MAX_PAYLOAD_BYTES};
 use crate::wire::{Direction, WireTrace};
@@ -63,8 +64,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut http: HttpConn, request: Requ
     if http.write_response(&accept, true).await.is_err() {
         return;
     }
-    let HttpConn { stream, buf } = http;
-    let tcp = stream.clone();
+    let HttpConn { stream, tcp, buf } = http;
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_READ))
         .max_frame_size(Some(MAX_READ));
@@ -121,8 +121,8 @@ async fn run(
     shared: Arc<Shared>,
     tcp: TcpStream,
     request: Request,
-    sender: WebSocketSender<TcpStream>,
-    receiver: WebSocketReceiver<TcpStream>,
+    sender: WebSocketSender<SimStream>,
+    receiver: WebSocketReceiver<SimStream>,
 ) {
     let params = read_params(&request);
     let (out_tx, out_rx) = async_channel::unbounded();
@@ -197,7 +197,7 @@ async fn wait_until(at: Instant) {
 /// Sends queued frames in order until a close frame or a send error.
 async fn write_frames(
     shared: &Shared,
-    mut sender: WebSocketSender<TcpStream>,
+    mut sender: WebSocketSender<SimStream>,
     queue: async_channel::Receiver<Out>,
     mut zlib: Option<ZlibStream>,
     trace: &WireTrace,
@@ -334,7 +334,7 @@ impl Burst {
 /// Sends one text message of `total` bytes in fragments of `fragment`
 /// bytes, made one at a time.
 async fn send_fragmented(
-    sender: &mut WebSocketSender<TcpStream>,
+    sender: &mut WebSocketSender<SimStream>,
     total: usize,
     fragment: usize,
 ) -> Result<(), WsError> {
@@ -519,7 +519,7 @@ impl Reader {
 
     async fn read_loop(
         &mut self,
-        mut receiver: WebSocketReceiver<TcpStream>,
+        mut receiver: WebSocketReceiver<SimStream>,
         cmds: async_channel::Receiver<ConnCmd>,
     ) {
         loop {

@@ -1,6 +1,7 @@
 //! transport: one gateway WebSocket connection, `ws://` or `wss://`
 //! (rustls with compiled-in webpki roots, so it works in a `FROM scratch`
-//! image), with optional zlib-stream inflation.
+//! image, plus any extra CA: see [`tls`]), with optional zlib-stream
+//! inflation.
 //!
 //! A [`Connection`] hands out complete gateway messages as text and accepts
 //! text to send. [`Connection::next_message`] is cancel-safe: partial
@@ -19,6 +20,7 @@
 
 #[cfg(feature = "zlib")]
 mod inflate;
+pub mod tls;
 mod url;
 
 #[cfg(feature = "zlib")]
@@ -183,10 +185,15 @@ impl Connection {
             .max_message_size(Some(limits.max_message_bytes))
             .max_frame_size(Some(limits.max_frame_bytes));
         let attempt = async {
-            async_tungstenite::smol::connect_async_with_config(request, Some(config))
-                .await
-                .map(Some)
-                .map_err(|err| connect_error(err.to_string()))
+            let tls = futures_rustls::TlsConnector::from(tls::client_config());
+            async_tungstenite::smol::connect_async_with_tls_connector_and_config(
+                request,
+                Some(tls),
+                Some(config),
+            )
+            .await
+            .map(Some)
+            .map_err(|err| connect_error(err.to_string()))
         };
         let timed_out = async {
             async_io::Timer::after(timeout).await;
