@@ -120,9 +120,10 @@ fn a_peer_that_floods_pings_and_stops_reading_is_left_and_resumed() {
         .await;
         let took = start.elapsed();
         // The zombie bound: two intervals of silence while the peer keeps
-        // sending, then the close bound and a short backoff.
+        // sending, then the close bound and a short backoff — well under a
+        // second here; stuck, it would be the whole 60 s stall.
         assert!(
-            took < Duration::from_millis(2 * INTERVAL_MS + 300 + 1500),
+            took < Duration::from_secs(5),
             "left the flooding peer only after {took:?}"
         );
         wait_dispatch(&handle, "RESUMED").await;
