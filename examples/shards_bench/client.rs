@@ -1,0 +1,53 @@
+//! `shards_bench --client FIRST-LAST/COUNT --identify-window-ms N`: a set of
+//! shards on one thread, configured as the reference bot (`examples/bot.rs`)
+//! configures it — intents, `GET /gateway/bot` for `max_concurrency`, one
+//! local identify queue — except that the identify window can be shortened
+//! to match a simulator's, and that it blocks on the executor as `smolcord
+//! run` does. Every event is taken and dropped. It runs until the benchmark
+//! ends it.
+//!
+//! Environment: `DISCORD_TOKEN`, `SMOLCORD_GATEWAY_URL`, `SMOLCORD_API_BASE`.
+
+use smolcord::protocol::Intents;
+use smolcord::rest::RestClient;
+use smolcord::shard::{GatewayInfo, ShardConfig, ShardRange, ShardSet};
+use smolcord::token::Token;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs shards `range` until they stop (the parent ends this process).
+pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
+    let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
+    let token = Token::new(&env("DISCORD_TOKEN")?).ok_or("DISCORD_TOKEN is blank")?;
+    let rest = RestClient::new(&env("SMOLCORD_API_BASE")?, token.clone());
+    let (ids, count) = ShardRange::parse(range)?.resolve(1);
+
+    let mut config = ShardConfig::new(
+        token,
+        Intents::DIRECT_MESSAGES.union(Intents::GUILD_MESSAGES),
+    );
+    config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL")?);
+    config.identify_window = identify_window;
+    config.gateway_info = Some(Arc::new(move || {
+        let rest = rest.clone();
+        Box::pin(async move {
+            let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
+            Ok(GatewayInfo {
+                url: bot.url,
+                session_start_limit: Some(bot.session_start_limit),
+            })
+        })
+    }));
+
+    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default());
+    let ex = smol::LocalExecutor::new();
+    let work = ex.run(async {
+        let shards = ex.spawn(set.run());
+        while handle.next_event().await.is_ok() {}
+        shards.await.map_err(|e| e.to_string())
+    });
+    // As `smolcord run` does (src/app/mod.rs): futures-lite's block_on parks
+    // this thread and leaves the reactor to async-io's thread, which idles
+    // with about half the wake-ups of smol::block_on (the reference bot's).
+    futures_lite::future::block_on(work)
+}
