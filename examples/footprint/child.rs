@@ -2,10 +2,9 @@
 //! and threads once connected, wake-ups over an idle window, RSS after a
 //! burst of MESSAGE_CREATE events, and how it takes SIGTERM.
 
-use crate::procfs::{self, Status, Switches};
+use crate::procfs::{self, Status};
 use crate::shard_client::BlockOn;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +15,8 @@ pub enum Client {
     Bridge(PathBuf),
     /// `footprint --shard-client` (the library's shard alone).
     ShardOnly(PathBuf, BlockOn),
+    /// The twilight-gateway idle peer (scripts/compat/twilight-idle).
+    Twilight(PathBuf),
 }
 
 /// What to do.
@@ -43,18 +44,6 @@ pub struct Report {
     pub idle_threads: String,
     /// Whether it runs with a dynamic loader (a glibc build), not static.
     pub dynamic: bool,
-    /// Voluntary switches over the window, all threads.
-    pub wakeups: u64,
-    /// ... per thread name.
-    pub wakeups_by_thread: BTreeMap<String, u64>,
-    /// Involuntary switches over the window.
-    pub preemptions: u64,
-    /// Threads seen during the window.
-    pub threads_seen: usize,
-    /// Heartbeats the simulator got during the window.
-    pub beats_in_window: u64,
-    /// The window actually measured.
-    pub window: Duration,
     /// After the events were all read, settled.
     pub after_events: Status,
     /// Threads then.
@@ -175,8 +164,54 @@ fn subprocess_phase(sim: &Simulator, pid: u32, n: u32) -> Result<(u64, usize, Du
     ))
 }
 
-/// Runs the plan against `client`.
-pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
+/// A client running as a child against its own simulator, READY and past
+/// its first heartbeat.
+pub struct Running {
+    /// Its simulator (the child's gateway and REST).
+    pub sim: Simulator,
+    /// Its state dir (removed on drop).
+    _state: tempfile::TempDir,
+    /// The process (killed on drop).
+    child: Guard,
+    /// Its pid.
+    pub pid: u32,
+    /// Its live connection, as the simulator numbers it.
+    pub conn: u64,
+}
+
+impl Running {
+    /// Heartbeats the simulator has counted on the live connection.
+    pub fn beats(&self) -> u64 {
+        beats_of(&self.sim, self.conn)
+    }
+
+    /// SIGTERM, then waits up to 10 s: how long it took and how it exited
+    /// (`None`: still running, killed on drop).
+    pub fn stop(mut self) -> Result<(Duration, Option<ExitStatus>), String> {
+        let started = Instant::now();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child.0),
+            rustix::process::Signal::TERM,
+        )
+        .map_err(|e| format!("SIGTERM: {e}"))?;
+        let mut exit = None;
+        while started.elapsed() < Duration::from_secs(10) {
+            if let Some(status) = self.child.0.try_wait().map_err(|e| e.to_string())? {
+                exit = Some(status);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let took = started.elapsed();
+        drop(self.child);
+        self.sim.shutdown();
+        Ok((took, exit))
+    }
+}
+
+/// Starts `client` against a fresh simulator and waits for READY and its
+/// first heartbeat (the first is jittered over one interval).
+pub fn start(client: &Client, plan: &Plan) -> Result<Running, String> {
     let sim = Simulator::start(SimConfig {
         heartbeat_interval: plan.heartbeat,
         ..SimConfig::default()
@@ -208,6 +243,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
             ]);
             c
         }
+        Client::Twilight(path) => Command::new(path),
     };
     // What the container and the unit give it: no HOME, only its variables.
     command
@@ -240,29 +276,30 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
             ));
         }
     };
-    // The first beat is jittered over one interval.
     wait_event(
         &sim,
         plan.heartbeat + Duration::from_secs(10),
         "first heartbeat",
         |e| matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn),
     )?;
+    Ok(Running {
+        sim,
+        _state: state,
+        child,
+        pid,
+        conn,
+    })
+}
+
+/// Runs the plan against `client`.
+pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
+    let running = start(client, plan)?;
+    let (sim, pid, conn) = (&running.sim, running.pid, running.conn);
+    // Settle: the blocking pool's idle threads exit, a start-up write ends.
     std::thread::sleep(SETTLE);
     let idle = procfs::status(pid).map_err(|e| e.to_string())?;
     let idle_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
     let dynamic = procfs::is_dynamic(pid).map_err(|e| e.to_string())?;
-
-    // The idle window, sampling threads every 100 ms.
-    let mut switches = Switches::default();
-    let beats_before = beats_of(&sim, conn);
-    let started = Instant::now();
-    switches.sample(pid).map_err(|e| e.to_string())?;
-    while started.elapsed() < plan.window {
-        std::thread::sleep(Duration::from_millis(100));
-        switches.sample(pid).map_err(|e| e.to_string())?;
-    }
-    let window = started.elapsed();
-    let beats_in_window = beats_of(&sim, conn) - beats_before;
 
     // The burst. A heartbeat asked for after it arrives after every event
     // in the stream: once it is in, the client has read them all.
@@ -295,40 +332,18 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
 
     let subprocesses = match client {
         Client::Bridge(_) if plan.subprocesses > 0 => {
-            Some(subprocess_phase(&sim, pid, plan.subprocesses))
+            Some(subprocess_phase(sim, pid, plan.subprocesses))
         }
         _ => None,
     };
 
     // SIGTERM: drain and exit 0 within a few seconds.
-    let stop_started = Instant::now();
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child.0),
-        rustix::process::Signal::TERM,
-    )
-    .map_err(|e| format!("SIGTERM: {e}"))?;
-    let mut exit = None;
-    while stop_started.elapsed() < Duration::from_secs(10) {
-        if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {
-            exit = Some(status);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let stop = (stop_started.elapsed(), exit);
-    drop(child);
-    sim.shutdown();
+    let stop = running.stop()?;
 
     Ok(Report {
         idle,
         idle_threads,
         dynamic,
-        wakeups: switches.voluntary(),
-        wakeups_by_thread: switches.voluntary_by_name(),
-        preemptions: switches.nonvoluntary(),
-        threads_seen: switches.threads_seen(),
-        beats_in_window,
-        window,
         after_events,
         after_threads,
         events_elapsed,

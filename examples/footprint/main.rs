@@ -1,34 +1,41 @@
 //! What smolcord costs on a small host, as printed figures: binary sizes
-//! (default and minimal features), RSS idle-connected to the simulator and
-//! after 10 000 MESSAGE_CREATE events, threads alive when idle, idle
-//! wake-ups per minute with Discord's 41.25 s heartbeat, SIGTERM to exit,
-//! and dispatch throughput with zlib-stream off and on.
+//! (default and minimal features); dispatch throughput with zlib-stream off
+//! and on; the idle table — smolcord's shard alone, `smolcord run` and a
+//! twilight-gateway 0.18 peer connected side by side with Discord's
+//! 41.25 s heartbeat, wake-ups per thread, threads, RSS, medians over
+//! rounds with ratios; then per client: RSS idle and after 10 000
+//! MESSAGE_CREATE events, peak RSS with agent subprocesses, SIGTERM to exit.
 //!
 //! ```text
 //! cargo build --release --no-default-features
 //! cp target/release/smolcord /tmp/smolcord-minimal
 //! cargo build --release --bins --example footprint
+//! scripts/compat/twilight-idle/build.sh          # the twilight peer, once
 //! target/release/examples/footprint --minimal /tmp/smolcord-minimal
 //! ```
 //!
 //! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
-//! `--minimal PATH`, `--window-secs N` (60), `--heartbeat-ms N` (41250),
-//! `--events N` (10000), `--rounds N` (5, throughput), `--from stranger`
-//! (inject DMs from a user instead of the bot's own messages), `--config
-//! JSON` (more keys for the bridge's config.json, e.g.
-//! `{"results_poll_ms": 60000}`), `--subprocesses N` (8; agent commands
-//! at once in the bridge, 0 skips),
-//! `--skip sizes,throughput,shard,bridge`.
+//! `--minimal PATH`, `--twilight PATH` (default: the build.sh output, if
+//! built), `--window-secs N` (60), `--sample-ms N` (50), `--heartbeat-ms N`
+//! (41250), `--events N` (10000), `--rounds N` (5: idle table and
+//! throughput), `--from stranger` (inject DMs from a user instead of the
+//! bot's own messages), `--config JSON` (more keys for the bridge's
+//! config.json, e.g. `{"results_poll_ms": 60000}`), `--subprocesses N` (8;
+//! agent commands at once in the bridge, 0 skips),
+//! `--skip sizes,throughput,idle,shard,bridge`.
 //!
-//! Children run with an empty environment against an in-process simulator
-//! on 127.0.0.1; the simulator's own thread and memory are not counted.
-//! Wake-ups are voluntary context switches of all the child's threads, read
-//! from /proc every 100 ms (a thread born and gone in between is missed).
+//! Children run with an empty environment against in-process simulators on
+//! 127.0.0.1; the simulators' own threads and memory are not counted.
+//! Wake-ups are voluntary context switches of every thread of the child,
+//! read from /proc/PID/task every `--sample-ms`: threads that start and end
+//! inside the window are counted (a thread born and gone between two
+//! samples would be missed; blocking-pool threads live ≥ 0.5 s).
 // A benchmark driver, not the event loop: it reads /proc and sleeps
 // between samples on purpose.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod child;
+mod idle;
 mod procfs;
 mod shard_client;
 mod throughput;
@@ -48,6 +55,8 @@ struct Args {
     skip: Vec<String>,
     shard_client: Option<String>,
     block_on: BlockOn,
+    twilight: Option<PathBuf>,
+    sample_every: Duration,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -67,6 +76,8 @@ fn parse() -> Result<Args, lexopt::Error> {
         skip: Vec::new(),
         shard_client: None,
         block_on: BlockOn::AsyncIo,
+        twilight: None,
+        sample_every: Duration::from_millis(50),
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -95,6 +106,10 @@ fn parse() -> Result<Args, lexopt::Error> {
                     .split(',')
                     .map(str::to_owned)
                     .collect();
+            }
+            Long("twilight") => args.twilight = Some(parser.value()?.into()),
+            Long("sample-ms") => {
+                args.sample_every = Duration::from_millis(parser.value()?.parse()?)
             }
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
             Long("block-on") => {
@@ -141,7 +156,6 @@ fn size(label: &str, path: &Path, goal_mib: f64) {
 }
 
 fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
-    let per_min = report.wakeups as f64 * 60.0 / report.window.as_secs_f64();
     println!(
         "  idle, connected:   RSS {} (peak so far {}), {} threads: {}",
         kib_mib(report.idle.rss_kib),
@@ -161,27 +175,6 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
             verdict(report.idle.rss_kib as f64 * 1024.0 <= goal * MIB)
         );
     }
-    let by_thread: Vec<String> = report
-        .wakeups_by_thread
-        .iter()
-        .map(|(name, n)| format!("{name} {n}"))
-        .collect();
-    println!(
-        "  idle wake-ups:     {per_min:.1}/min (goal ≤ 4/min: {}): {} voluntary switches in {:.1} s ({}), {} heartbeats at {} ms{}; {} preemptions; {} threads seen",
-        verdict(per_min <= 4.0),
-        report.wakeups,
-        report.window.as_secs_f64(),
-        by_thread.join(", "),
-        report.beats_in_window,
-        plan.heartbeat.as_millis(),
-        if report.beats_in_window > 0 {
-            format!(" ≈ {:.1} per heartbeat", report.wakeups as f64 / report.beats_in_window as f64)
-        } else {
-            String::new()
-        },
-        report.preemptions,
-        report.threads_seen,
-    );
     println!(
         "  after {} events:  RSS {}, peak {}, {} threads: {} (read in {:.2} s)",
         plan.events,
@@ -281,6 +274,35 @@ fn main() {
                 );
             }
         }
+    }
+
+    if !skip("idle") {
+        // target/release/examples/footprint -> target/compat-twilight-idle/...
+        let twilight = args.twilight.clone().or_else(|| {
+            let target = me.parent()?.parent()?.parent()?;
+            let path = target.join("compat-twilight-idle/release/compat-twilight-idle");
+            path.exists().then_some(path)
+        });
+        let mut contenders = vec![
+            idle::Contender {
+                label: "shard alone".into(),
+                client: Client::ShardOnly(me.clone(), BlockOn::PRODUCT),
+            },
+            idle::Contender {
+                label: "smolcord run".into(),
+                client: Client::Bridge(smolcord.clone()),
+            },
+        ];
+        match twilight {
+            Some(path) => contenders.push(idle::Contender {
+                label: "twilight 0.18".into(),
+                client: Client::Twilight(path),
+            }),
+            None => println!(
+                "twilight peer not measured: build it with scripts/compat/twilight-idle/build.sh (or pass --twilight PATH)"
+            ),
+        }
+        idle::run(&contenders, &args.plan, args.rounds, args.sample_every);
     }
 
     if !skip("shard") {

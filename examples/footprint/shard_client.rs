@@ -26,6 +26,9 @@ pub enum BlockOn {
 }
 
 impl BlockOn {
+    /// What `smolcord` itself runs on.
+    pub const PRODUCT: BlockOn = BlockOn::FuturesLite;
+
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
