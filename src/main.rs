@@ -16,8 +16,10 @@ usage:
                                serve the gateway simulator until Ctrl-C
   smolcord pair CODE [--config F]
                                approve a pairing code
-  smolcord status [--config F] print status.json; exit 1 if the last
-                               heartbeat ACK is older than two intervals
+  smolcord status [--config F] the running bridge's live status (asked on
+                               status.sock), else status.json; exit 1 if
+                               the last heartbeat ACK is older than two
+                               intervals or the process does not answer
   smolcord failures [--last N] [--config F]
                                print the failure journal
 

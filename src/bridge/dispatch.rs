@@ -1,16 +1,17 @@
 //! The dispatch loop: consumes the shard's events in order and never waits
 //! on anything slow. Messages are classified and queued per channel;
 //! READY/RESUMED restore access before any decision and send the restart
-//! and safe-mode notices; heartbeats trigger the (coalesced, background)
-//! session and status saves; the owner's `!restart` writes its marker and
-//! ends the loop. On the way out: the bounded drain and the final save.
+//! and safe-mode notices; session starts, disconnects and heartbeats offer
+//! the (coalesced, background) session and status saves, which write only
+//! what changed enough to matter; the owner's `!restart` writes its marker
+//! and ends the loop. On the way out: the bounded drain and the final save.
 
 use super::counters;
 use super::ctx::Ctx;
 use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
-use super::persist::Coalescing;
+use super::persist::{Coalescing, SaveReason, SessionAndStatus};
 use super::restart::{self, RestartMarker};
 use super::{access, results, worker, BridgeOutcome};
 use crate::offload;
@@ -24,8 +25,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 pub(crate) struct Writers {
-    pub session: Coalescing,
-    pub status: Coalescing,
+    pub session_and_status: SessionAndStatus,
     pub directory: Coalescing,
 }
 
@@ -93,9 +93,12 @@ impl Loop {
                     );
                     break BridgeOutcome::ShardFatal(e);
                 }
-                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => self.save_session_and_status(),
+                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => {
+                    self.save_session_and_status(SaveReason::Beat)
+                }
                 Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
                     log::info!("gateway disconnected ({reason}); the shard reconnects");
+                    self.save_session_and_status(SaveReason::Disconnected);
                     self.ctx
                         .reporter
                         .fail(FailureKind::Gateway, "shard", None, reason);
@@ -158,19 +161,18 @@ impl Loop {
         }
     }
 
-    fn save_session_and_status(&self) {
+    fn save_session_and_status(&self, reason: SaveReason) {
         let status = self.shard.status();
         let state = self.ctx.floor.borrow().state_to_save(status.state.clone());
-        self.writers.session.set(&state);
-        self.writers.status.set(&StatusSnapshot::capture(
-            &status,
-            self.ctx.counters.to_json(),
-        ));
+        self.writers.session_and_status.save(reason, state, || {
+            StatusSnapshot::capture(&status, self.ctx.counters.to_json())
+        });
     }
 
     /// READY or RESUMED: restore access before any access decision, then
     /// say we are back (restart marker) and announce safe mode.
     async fn session_started(&mut self) {
+        self.save_session_and_status(SaveReason::SessionStarted);
         match access::load_with_restore(&self.ctx.state_dir).await {
             Ok((loaded, bytes)) => self.ctx.access.borrow_mut().apply_load(loaded, bytes),
             Err(e) => {
@@ -298,12 +300,11 @@ impl Loop {
         }
         // The floor still holds the abandoned messages' seqs, so the saved
         // session resumes before them.
-        self.save_session_and_status();
+        self.save_session_and_status(SaveReason::Shutdown);
         ctx.runtime_writer.set(&*ctx.runtime.borrow());
         let flush = async {
             ctx.runtime_writer.flush().await;
-            self.writers.session.flush().await;
-            self.writers.status.flush().await;
+            self.writers.session_and_status.flush().await;
             self.writers.directory.flush().await;
             true
         };
