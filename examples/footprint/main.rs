@@ -16,7 +16,9 @@
 //!
 //! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
 //! `--minimal PATH`, `--twilight PATH` (default: the build.sh output, if
-//! built), `--window-secs N` (60), `--sample-ms N` (50), `--heartbeat-ms N`
+//! built), `--window-secs N` (two heartbeat intervals: a window of whole
+//! intervals holds the same number of beats every round), `--sample-ms N`
+//! (50), `--heartbeat-ms N`
 //! (41250), `--events N` (10000), `--rounds N` (5: idle table and
 //! throughput), `--from stranger` (inject DMs from a user instead of the
 //! bot's own messages), `--config JSON` (more keys for the bridge's
@@ -66,7 +68,7 @@ fn parse() -> Result<Args, lexopt::Error> {
         minimal: None,
         plan: Plan {
             heartbeat: Duration::from_millis(41_250),
-            window: Duration::from_secs(60),
+            window: Duration::ZERO,
             events: 10_000,
             from_self: true,
             config_json: None,
@@ -84,7 +86,9 @@ fn parse() -> Result<Args, lexopt::Error> {
         match arg {
             Long("smolcord") => args.smolcord = Some(parser.value()?.into()),
             Long("minimal") => args.minimal = Some(parser.value()?.into()),
-            Long("window-secs") => args.plan.window = Duration::from_secs(parser.value()?.parse()?),
+            Long("window-secs") => {
+                args.plan.window = Duration::from_secs_f64(parser.value()?.parse()?)
+            }
             Long("heartbeat-ms") => {
                 args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?)
             }
@@ -119,6 +123,9 @@ fn parse() -> Result<Args, lexopt::Error> {
             }
             _ => return Err(arg.unexpected()),
         }
+    }
+    if args.plan.window.is_zero() {
+        args.plan.window = args.plan.heartbeat * 2;
     }
     Ok(args)
 }
