@@ -4,8 +4,10 @@
 //! archiving as [`super::delivery`] says), and moves malformed files aside.
 //! While pairing codes are pending it also ticks every `results_poll_ms` to
 //! notice approvals, so an approved user hears about it without writing
-//! again. Otherwise nothing runs in between: an idle bridge wakes here only
-//! for a safety re-scan once a minute.
+//! again. Otherwise nothing runs in between: an idle bridge has no timer
+//! here at all (the watch catches every rename or close-after-write into
+//! the directory, an inotify queue overflow wakes it too, and a lost
+//! watch — the directory moved or deleted — hands over to polling).
 
 use super::access::Role;
 use super::counters::Counter;
@@ -25,10 +27,6 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// With a directory watch, a re-scan this often still catches anything a
-/// watch could miss (and prunes expired pairing codes).
-const WATCHED_RESCAN: Duration = Duration::from_secs(60);
-
 /// Runs until `stop` closes.
 pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
     let watch = DirWatch::new(ctx.spool.results.clone()).await;
@@ -46,11 +44,7 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
         // to serve. Otherwise poll, to notice `smolcord pair` in time.
         let woken = ctx.poller_wake.listen();
         let codes_pending = ctx.pairing.borrow().live_codes(now_unix_ms()) > 0;
-        let interval = if watch.is_active() && !codes_pending {
-            poll_interval.max(WATCHED_RESCAN)
-        } else {
-            poll_interval
-        };
+        let tick = (!watch.is_active() || codes_pending).then_some(poll_interval);
         let stopped = !std::mem::take(&mut first_scan)
             && futures_lite::future::or(
                 async {
@@ -59,7 +53,10 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
                 },
                 futures_lite::future::or(
                     async {
-                        Timer::after(interval).await;
+                        match tick {
+                            Some(interval) => Timer::after(interval).await,
+                            None => futures_lite::future::pending().await,
+                        };
                         false
                     },
                     async {

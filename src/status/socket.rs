@@ -15,8 +15,8 @@
 //! neither ours nor root is closed unanswered.
 
 use super::StatusSnapshot;
-use async_io::Async;
-use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+use crate::rt::{Async, Timer};
+use futures_lite::future;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -65,12 +65,13 @@ impl StatusListener {
     /// captured when each request arrives.
     pub async fn serve(self, snapshot: impl Fn() -> StatusSnapshot) {
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((stream, _)) => stream,
+            let accepted = self.listener.read_with(|listener| listener.accept()).await;
+            let stream = match accepted.and_then(|(stream, _)| Async::new(stream)) {
+                Ok(stream) => stream,
                 Err(err) => {
                     // EMFILE and the like: wait a little rather than spin.
                     log::warn!("status socket: accept failed: {err}");
-                    async_io::Timer::after(SERVE_BOUND).await;
+                    Timer::after(SERVE_BOUND).await;
                     continue;
                 }
             };
@@ -79,7 +80,7 @@ impl StatusListener {
                 continue;
             }
             let answered = future::or(async { Some(answer(stream, &snapshot).await) }, async {
-                async_io::Timer::after(SERVE_BOUND).await;
+                Timer::after(SERVE_BOUND).await;
                 None
             })
             .await;
@@ -115,23 +116,32 @@ fn peer_allowed(stream: &UnixStream) -> bool {
 }
 
 async fn answer(
-    mut stream: Async<UnixStream>,
+    stream: Async<UnixStream>,
     snapshot: &impl Fn() -> StatusSnapshot,
 ) -> io::Result<()> {
-    let mut request = Vec::with_capacity(REQUEST_MAX);
-    let mut byte = [0u8; 1];
-    while !request.ends_with(b"\n") {
-        if request.len() >= REQUEST_MAX || stream.read(&mut byte).await? == 0 {
+    let mut request = [0u8; REQUEST_MAX];
+    let mut len = 0;
+    while len < REQUEST_MAX && !request[..len].contains(&b'\n') {
+        let n = stream
+            .read_with(|mut s| s.read(&mut request[len..]))
+            .await?;
+        if n == 0 {
             break;
         }
-        request.push(byte[0]);
+        len += n;
     }
-    let answer = match request.trim_ascii() {
+    let line = request[..len].split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let answer = match line.trim_ascii() {
         b"status" => serde_json::to_vec(&snapshot()).map_err(io::Error::other)?,
         _ => br#"{"error":"unknown request; send `status`"}"#.to_vec(),
     };
-    stream.write_all(&answer).await?;
-    stream.close().await
+    let mut written = 0;
+    while written < answer.len() {
+        written += stream
+            .write_with(|mut s| s.write(&answer[written..]))
+            .await?;
+    }
+    stream.get_ref().shutdown(std::net::Shutdown::Write)
 }
 
 /// What `status.sock` said.
@@ -154,7 +164,7 @@ pub async fn query(state_dir: &Path, bound: Duration) -> Query {
     let path = path(state_dir);
     let ask = crate::offload::unblock(move || ask_blocking(&path, bound));
     let outcome = future::or(async { Some(ask.await) }, async {
-        async_io::Timer::after(bound).await;
+        Timer::after(bound).await;
         None
     })
     .await;
@@ -215,7 +225,8 @@ mod tests {
     fn a_serving_process_answers_with_its_live_snapshot() {
         let dir = tempfile::tempdir().unwrap();
         let ex = smol::LocalExecutor::new();
-        smol::block_on(ex.run(async {
+        // On smolcord's runtime, as the bridge serves it.
+        crate::rt::block_on(ex.run(async {
             let listener = StatusListener::bind(dir.path()).await.unwrap();
             let mode = std::fs::metadata(path(dir.path())).unwrap().permissions();
             assert_eq!(mode.mode() & 0o777, 0o600);
