@@ -119,7 +119,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             Long("block-on") => {
                 let name = parser.value()?.string()?;
                 args.block_on = BlockOn::parse(&name)
-                    .ok_or_else(|| format!("--block-on async-io|futures-lite, not `{name}`"))?;
+                    .ok_or_else(|| format!("--block-on rt|async-io|futures-lite, not `{name}`"))?;
             }
             _ => return Err(arg.unexpected()),
         }
@@ -251,8 +251,8 @@ fn main() {
     if !skip("throughput") {
         println!("dispatch throughput (MESSAGE_CREATE decoded and handed over, in process, median of {})", args.rounds);
         for (compress, block_on) in [
-            (false, BlockOn::AsyncIo),
-            (true, BlockOn::AsyncIo),
+            (false, BlockOn::Rt),
+            (true, BlockOn::Rt),
             (false, BlockOn::FuturesLite),
             (true, BlockOn::FuturesLite),
         ] {
@@ -313,20 +313,19 @@ fn main() {
     }
 
     if !skip("shard") {
-        for block_on in [BlockOn::AsyncIo, BlockOn::FuturesLite] {
-            println!(
-                "shard-only client (the library's gateway client alone; this example as the child; {} block_on)",
-                block_on.name()
-            );
-            match child::measure(&Client::ShardOnly(me.clone(), block_on), &args.plan) {
-                Ok(report) => print_child(
-                    "exit by signal is expected here",
-                    &args.plan,
-                    &report,
-                    false,
-                ),
-                Err(err) => println!("  failed: {err}"),
-            }
+        let block_on = BlockOn::PRODUCT;
+        println!(
+            "shard-only client (the library's gateway client alone; this example as the child; {} block_on)",
+            block_on.name()
+        );
+        match child::measure(&Client::ShardOnly(me.clone(), block_on), &args.plan) {
+            Ok(report) => print_child(
+                "exit by signal is expected here",
+                &args.plan,
+                &report,
+                false,
+            ),
+            Err(err) => println!("  failed: {err}"),
         }
     }
 

@@ -40,7 +40,7 @@ impl Wake for Unpark {
 /// Panics if the reactor cannot be created (no epoll, eventfd or timerfd:
 /// the process is out of file descriptors at start-up) or fails.
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    let (reactor, _guard) = reactor::enter().expect("cannot create the event loop (epoll)");
+    let (reactor, _driving) = reactor::enter().expect("cannot create the event loop (epoll)");
     let unpark = Arc::new(Unpark {
         woken: AtomicBool::new(false),
         reactor: reactor.clone(),

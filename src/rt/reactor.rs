@@ -19,7 +19,7 @@
 use rustix::event::{epoll, eventfd, EventfdFlags};
 use rustix::time::{timerfd_create, timerfd_settime, Itimerspec, Timespec};
 use rustix::time::{TimerfdClockId, TimerfdFlags, TimerfdTimerFlags};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -36,36 +36,44 @@ const TIMER: u64 = 1;
 const EVENTS_PER_TURN: usize = 64;
 
 thread_local! {
-    /// The reactor this thread drives, while a `block_on` runs on it.
-    static CURRENT: RefCell<Option<Arc<Reactor>>> = const { RefCell::new(None) };
+    /// This thread's reactor (created by its first `block_on`).
+    static REACTOR: RefCell<Option<Arc<Reactor>>> = const { RefCell::new(None) };
+    /// How many `block_on` calls run on this thread right now.
+    static DRIVING: Cell<usize> = const { Cell::new(0) };
 }
 
-/// The reactor driven by this thread, if a `block_on` runs here.
+/// The reactor this thread drives, if a `block_on` runs on it now (new
+/// timers and I/O bind to it; elsewhere they bind to async-io).
 pub(crate) fn current() -> Option<Arc<Reactor>> {
-    CURRENT.with(|current| current.borrow().clone())
-}
-
-/// Makes this thread drive a reactor until the guard is dropped: the one
-/// already installed (a nested `block_on`), else a new one.
-pub(crate) fn enter() -> io::Result<(Arc<Reactor>, EnterGuard)> {
-    if let Some(reactor) = current() {
-        return Ok((reactor, EnterGuard { installed: false }));
+    if DRIVING.with(Cell::get) == 0 {
+        return None;
     }
-    let reactor = Arc::new(Reactor::new()?);
-    CURRENT.with(|current| *current.borrow_mut() = Some(reactor.clone()));
-    Ok((reactor, EnterGuard { installed: true }))
+    REACTOR.with(|reactor| reactor.borrow().clone())
 }
 
-/// Uninstalls the reactor that [`enter`] installed.
-pub(crate) struct EnterGuard {
-    installed: bool,
-}
-
-impl Drop for EnterGuard {
-    fn drop(&mut self) {
-        if self.installed {
-            CURRENT.with(|current| current.borrow_mut().take());
+/// Marks this thread as driving its reactor (created on first use) until
+/// the guard drops. The reactor lives as long as the thread, so what one
+/// `block_on` registered keeps working in the next one on this thread.
+pub(crate) fn enter() -> io::Result<(Arc<Reactor>, Driving)> {
+    let existing = REACTOR.with(|reactor| reactor.borrow().clone());
+    let reactor = match existing {
+        Some(reactor) => reactor,
+        None => {
+            let reactor = Arc::new(Reactor::new()?);
+            REACTOR.with(|slot| *slot.borrow_mut() = Some(reactor.clone()));
+            reactor
         }
+    };
+    DRIVING.with(|depth| depth.set(depth.get() + 1));
+    Ok((reactor, Driving(())))
+}
+
+/// While alive, this thread is inside a `block_on`.
+pub(crate) struct Driving(());
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        DRIVING.with(|depth| depth.set(depth.get() - 1));
     }
 }
 

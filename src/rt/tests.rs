@@ -250,3 +250,14 @@ fn waiting_for_a_timer_or_a_socket_costs_the_thread_one_wake_up() {
     });
     peer.join().unwrap();
 }
+
+#[test]
+fn what_one_block_on_registered_works_in_the_next_on_the_same_thread() {
+    let mut timer = Timer::after(Duration::from_millis(30));
+    // Bound to this thread's reactor by the first poll...
+    assert!(block_on(future::poll_once(&mut timer)).is_none());
+    // ...and fired by the next block_on's turns.
+    let started = Instant::now();
+    block_on(&mut timer);
+    assert!(started.elapsed() < LATE);
+}
