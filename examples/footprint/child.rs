@@ -34,6 +34,8 @@ pub struct Plan {
     /// Author them as the bot itself (the bridge ignores its own messages)
     /// rather than as a stranger (who gets a pairing reply).
     pub from_self: bool,
+    /// More environment for smolcord's children (e.g. `GLIBC_TUNABLES`).
+    pub child_env: Vec<(String, String)>,
 }
 
 /// What was measured.
@@ -253,6 +255,14 @@ pub fn start(client: &Client, plan: &Plan) -> Result<Running, String> {
         .env("SMOLCORD_API_BASE", sim.api_base())
         .env("SMOLCORD_STATE_DIR", state.path())
         .env("RUST_LOG", "warn")
+        .envs(
+            match client {
+                Client::Twilight(_) => &[][..],
+                _ => &plan.child_env[..],
+            }
+            .iter()
+            .map(|(k, v)| (k, v)),
+        )
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(log_err);

@@ -28,6 +28,7 @@ struct Round {
     threads_seen: f64,
     transient: f64,
     rss_kib: f64,
+    anon_kib: f64,
     idle_threads: String,
     beats: f64,
 }
@@ -63,6 +64,7 @@ fn one_round(
         let threads = procfs::threads(r.pid).map_err(|e| e.to_string())?;
         rounds.push(Round {
             rss_kib: status.rss_kib as f64,
+            anon_kib: status.anon_kib as f64,
             idle_threads: procfs::thread_names(&threads),
             ..Round::default()
         });
@@ -199,6 +201,12 @@ pub fn run(contenders: &[Contender], plan: &Plan, rounds: u32, sample_every: Dur
     row("threads seen", &|r| r.threads_seen, 0);
     row("  started+ended inside", &|r| r.transient, 0);
     row("RSS, MiB", &|r| r.rss_kib / 1024.0, 2);
+    row("  anonymous (heap, stacks)", &|r| r.anon_kib / 1024.0, 2);
+    row(
+        "  file (binary, libraries)",
+        &|r| (r.rss_kib - r.anon_kib) / 1024.0,
+        2,
+    );
     row("heartbeats in window", &|r| r.beats, 0);
     let mut line = format!("  {:<24}", "threads when idle");
     for column in &all {

@@ -16,14 +16,17 @@
 //!
 //! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
 //! `--minimal PATH`, `--twilight PATH` (default: the build.sh output, if
-//! built), `--window-secs N` (two heartbeat intervals: a window of whole
-//! intervals holds the same number of beats every round), `--sample-ms N`
-//! (50), `--heartbeat-ms N`
-//! (41250), `--events N` (10000), `--rounds N` (5: idle table and
-//! throughput), `--from stranger` (inject DMs from a user instead of the
-//! bot's own messages), `--config JSON` (more keys for the bridge's
-//! config.json, e.g. `{"results_poll_ms": 60000}`), `--subprocesses N` (8;
-//! agent commands at once in the bridge, 0 skips),
+//! built), `--also LABEL=PATH` (another smolcord binary as one more column
+//! of the idle table, e.g. a static musl build; repeatable),
+//! `--child-env KEY=VALUE` (for smolcord's children, e.g.
+//! `GLIBC_TUNABLES=glibc.malloc.arena_max=1`; repeatable), `--window-secs
+//! N` (two heartbeat intervals: whole intervals hold the same beats every
+//! round), `--sample-ms N` (50), `--heartbeat-ms N` (41250), `--events N`
+//! (10000), `--rounds N` (5: idle table and throughput), `--from stranger`
+//! (inject DMs from a user instead of the bot's own messages), `--config
+//! JSON` (more keys for the bridge's config.json, e.g.
+//! `{"results_poll_ms": 60000}`), `--subprocesses N` (8; agent commands at
+//! once in the bridge, 0 skips),
 //! `--skip sizes,throughput,idle,shard,bridge`.
 //!
 //! Children run with an empty environment against in-process simulators on
@@ -59,6 +62,7 @@ struct Args {
     block_on: BlockOn,
     twilight: Option<PathBuf>,
     sample_every: Duration,
+    also: Vec<(String, PathBuf)>,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -71,6 +75,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             window: Duration::ZERO,
             events: 10_000,
             from_self: true,
+            child_env: Vec::new(),
             config_json: None,
             subprocesses: 8,
         },
@@ -80,6 +85,7 @@ fn parse() -> Result<Args, lexopt::Error> {
         block_on: BlockOn::AsyncIo,
         twilight: None,
         sample_every: Duration::from_millis(50),
+        also: Vec::new(),
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -112,6 +118,20 @@ fn parse() -> Result<Args, lexopt::Error> {
                     .collect();
             }
             Long("twilight") => args.twilight = Some(parser.value()?.into()),
+            Long("also") => {
+                let value = parser.value()?.string()?;
+                let (label, path) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--also LABEL=PATH, not `{value}`"))?;
+                args.also.push((label.to_owned(), path.into()));
+            }
+            Long("child-env") => {
+                let value = parser.value()?.string()?;
+                let (key, val) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--child-env KEY=VALUE, not `{value}`"))?;
+                args.plan.child_env.push((key.to_owned(), val.to_owned()));
+            }
             Long("sample-ms") => {
                 args.sample_every = Duration::from_millis(parser.value()?.parse()?)
             }
@@ -300,6 +320,12 @@ fn main() {
                 client: Client::Bridge(smolcord.clone()),
             },
         ];
+        for (label, path) in &args.also {
+            contenders.push(idle::Contender {
+                label: label.clone(),
+                client: Client::Bridge(path.clone()),
+            });
+        }
         match twilight {
             Some(path) => contenders.push(idle::Contender {
                 label: "twilight 0.18".into(),

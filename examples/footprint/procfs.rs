@@ -12,6 +12,9 @@ pub struct Status {
     pub rss_kib: u64,
     /// Peak resident set size, KiB.
     pub hwm_kib: u64,
+    /// Of the RSS: anonymous memory (heap, stacks), KiB; the rest is file
+    /// pages (the binary, shared libraries) the kernel may share or drop.
+    pub anon_kib: u64,
     /// Threads alive.
     pub threads: u64,
 }
@@ -48,6 +51,7 @@ pub fn status(pid: u32) -> io::Result<Status> {
     Ok(Status {
         rss_kib: get("VmRSS")?,
         hwm_kib: get("VmHWM")?,
+        anon_kib: get("RssAnon")?,
         threads: get("Threads")?,
     })
 }
