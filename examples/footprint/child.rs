@@ -36,6 +36,10 @@ pub struct Plan {
     pub from_self: bool,
     /// More environment for smolcord's children (e.g. `GLIBC_TUNABLES`).
     pub child_env: Vec<(String, String)>,
+    /// How long the simulator holds back each frame once READY: a network
+    /// round trip, so a heartbeat's ACK arrives after the client went back
+    /// to sleep, as from Discord (on loopback it would arrive at once).
+    pub rtt: Duration,
 }
 
 /// What was measured.
@@ -286,6 +290,7 @@ pub fn start(client: &Client, plan: &Plan) -> Result<Running, String> {
             ));
         }
     };
+    sim.fault(Fault::Delay(plan.rtt));
     wait_event(
         &sim,
         plan.heartbeat + Duration::from_secs(10),

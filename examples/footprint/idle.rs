@@ -126,8 +126,9 @@ fn cell(values: Vec<f64>, digits: usize) -> (String, f64) {
 /// Runs `rounds` rounds and prints the table.
 pub fn run(contenders: &[Contender], plan: &Plan, rounds: u32, sample_every: Duration) {
     println!(
-        "idle, connected: {} ms heartbeat, {:.0} s window, every thread sampled every {} ms; median [min–max] of {rounds} rounds, side by side",
+        "idle, connected: {} ms heartbeat, {} ms round trip, {:.1} s window, every thread sampled every {} ms; median [min–max] of {rounds} rounds, side by side",
         plan.heartbeat.as_millis(),
+        plan.rtt.as_millis(),
         plan.window.as_secs_f64(),
         sample_every.as_millis()
     );

@@ -21,7 +21,10 @@
 //! `--child-env KEY=VALUE` (for smolcord's children, e.g.
 //! `GLIBC_TUNABLES=glibc.malloc.arena_max=1`; repeatable), `--window-secs
 //! N` (two heartbeat intervals: whole intervals hold the same beats every
-//! round), `--sample-ms N` (50), `--heartbeat-ms N` (41250), `--events N`
+//! round), `--sample-ms N` (50), `--heartbeat-ms N` (41250), `--rtt-ms N`
+//! (50: the simulator holds back every frame once READY, a network round
+//! trip; on loopback an ACK would arrive before the client sleeps again
+//! and hide a wake-up), `--events N`
 //! (10000), `--rounds N` (5: idle table and throughput), `--from stranger`
 //! (inject DMs from a user instead of the bot's own messages), `--config
 //! JSON` (more keys for the bridge's config.json, e.g.
@@ -76,6 +79,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             events: 10_000,
             from_self: true,
             child_env: Vec::new(),
+            rtt: Duration::from_millis(50),
             config_json: None,
             subprocesses: 8,
         },
@@ -118,6 +122,7 @@ fn parse() -> Result<Args, lexopt::Error> {
                     .collect();
             }
             Long("twilight") => args.twilight = Some(parser.value()?.into()),
+            Long("rtt-ms") => args.plan.rtt = Duration::from_millis(parser.value()?.parse()?),
             Long("also") => {
                 let value = parser.value()?.string()?;
                 let (label, path) = value
