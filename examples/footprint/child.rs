@@ -36,6 +36,8 @@ pub struct Plan {
     pub from_self: bool,
     /// More environment for smolcord's children (e.g. `GLIBC_TUNABLES`).
     pub child_env: Vec<(String, String)>,
+    /// How often the idle windows sample every thread.
+    pub sample_every: Duration,
     /// How long the simulator holds back each frame once READY: a network
     /// round trip, so a heartbeat's ACK arrives after the client went back
     /// to sleep, as from Discord (on loopback it would arrive at once).
@@ -59,8 +61,24 @@ pub struct Report {
     /// The subprocess phase: (peak RSS sampled, KiB; most children at
     /// once; how long), if it ran.
     pub subprocesses: Option<Result<(u64, usize, Duration), String>>,
+    /// Idle again after the subprocesses (async-process's thread and the
+    /// blocking pool have been used): wake-ups/min, per thread, threads
+    /// alive at the end, RSS.
+    pub idle_after_work: Option<Result<AfterWork, String>>,
     /// SIGTERM to exit, and how it exited (`None`: killed after 10 s).
     pub stop: (Duration, Option<ExitStatus>),
+}
+
+/// The idle window after the subprocess phase.
+pub struct AfterWork {
+    /// Wake-ups per minute, all threads.
+    pub per_min: f64,
+    /// ... per thread family, per minute.
+    pub by_thread: String,
+    /// Threads alive at the end.
+    pub threads: String,
+    /// RSS then.
+    pub rss_kib: u64,
 }
 
 /// Kills the child on every way out.
@@ -352,6 +370,24 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         _ => None,
     };
 
+    let idle_after_work = subprocesses.as_ref().map(|_| {
+        std::thread::sleep(SETTLE);
+        let (switches, window) = procfs::sample_window(pid, plan.window, plan.sample_every)
+            .map_err(|e| e.to_string())?;
+        let minutes = window.as_secs_f64() / 60.0;
+        Ok(AfterWork {
+            per_min: switches.voluntary() as f64 / minutes,
+            by_thread: switches
+                .voluntary_by_name()
+                .into_iter()
+                .map(|(name, n)| format!("{name} {:.1}", n as f64 / minutes))
+                .collect::<Vec<_>>()
+                .join(", "),
+            threads: procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?),
+            rss_kib: procfs::status(pid).map_err(|e| e.to_string())?.rss_kib,
+        })
+    });
+
     // SIGTERM: drain and exit 0 within a few seconds.
     let stop = running.stop()?;
 
@@ -363,6 +399,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         after_threads,
         events_elapsed,
         subprocesses,
+        idle_after_work,
         stop,
     })
 }

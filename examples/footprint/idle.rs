@@ -37,11 +37,7 @@ struct Round {
 /// idle threads to exit (they linger 0.5 s) and a start-up write to end.
 const SETTLE: Duration = Duration::from_secs(3);
 
-fn one_round(
-    contenders: &[Contender],
-    plan: &Plan,
-    sample_every: Duration,
-) -> Result<Vec<Round>, String> {
+fn one_round(contenders: &[Contender], plan: &Plan) -> Result<Vec<Round>, String> {
     // Start them all at once: each waits for its own jittered first beat.
     let started: Vec<Result<Running, String>> = std::thread::scope(|scope| {
         let handles: Vec<_> = contenders
@@ -79,7 +75,7 @@ fn one_round(
         if started.elapsed() >= plan.window {
             break;
         }
-        std::thread::sleep(sample_every);
+        std::thread::sleep(plan.sample_every);
     }
     let minutes = started.elapsed().as_secs_f64() / 60.0;
     for (i, r) in running.iter().enumerate() {
@@ -124,17 +120,17 @@ fn cell(values: Vec<f64>, digits: usize) -> (String, f64) {
 }
 
 /// Runs `rounds` rounds and prints the table.
-pub fn run(contenders: &[Contender], plan: &Plan, rounds: u32, sample_every: Duration) {
+pub fn run(contenders: &[Contender], plan: &Plan, rounds: u32) {
     println!(
         "idle, connected: {} ms heartbeat, {} ms round trip, {:.1} s window, every thread sampled every {} ms; median [min–max] of {rounds} rounds, side by side",
         plan.heartbeat.as_millis(),
         plan.rtt.as_millis(),
         plan.window.as_secs_f64(),
-        sample_every.as_millis()
+        plan.sample_every.as_millis()
     );
     let mut all: Vec<Vec<Round>> = contenders.iter().map(|_| Vec::new()).collect();
     for n in 1..=rounds.max(1) {
-        match one_round(contenders, plan, sample_every) {
+        match one_round(contenders, plan) {
             Ok(round) => {
                 let line: Vec<String> = contenders
                     .iter()

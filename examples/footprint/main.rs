@@ -64,7 +64,6 @@ struct Args {
     shard_client: Option<String>,
     block_on: BlockOn,
     twilight: Option<PathBuf>,
-    sample_every: Duration,
     also: Vec<(String, PathBuf)>,
 }
 
@@ -80,6 +79,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             from_self: true,
             child_env: Vec::new(),
             rtt: Duration::from_millis(50),
+            sample_every: Duration::from_millis(50),
             config_json: None,
             subprocesses: 8,
         },
@@ -88,7 +88,6 @@ fn parse() -> Result<Args, lexopt::Error> {
         shard_client: None,
         block_on: BlockOn::AsyncIo,
         twilight: None,
-        sample_every: Duration::from_millis(50),
         also: Vec::new(),
     };
     let mut parser = lexopt::Parser::from_env();
@@ -138,7 +137,7 @@ fn parse() -> Result<Args, lexopt::Error> {
                 args.plan.child_env.push((key.to_owned(), val.to_owned()));
             }
             Long("sample-ms") => {
-                args.sample_every = Duration::from_millis(parser.value()?.parse()?)
+                args.plan.sample_every = Duration::from_millis(parser.value()?.parse()?)
             }
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
             Long("block-on") => {
@@ -224,6 +223,17 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
             took.as_secs_f64()
         ),
         Some(Err(err)) => println!("  subprocesses:      failed: {err}"),
+        None => {}
+    }
+    match &report.idle_after_work {
+        Some(Ok(after)) => println!(
+            "  idle after them:   {:.1} wake-ups/min ({}); threads: {}; RSS {}",
+            after.per_min,
+            after.by_thread,
+            after.threads,
+            kib_mib(after.rss_kib)
+        ),
+        Some(Err(err)) => println!("  idle after them:   failed: {err}"),
         None => {}
     }
     let (took, exit) = &report.stop;
@@ -340,7 +350,7 @@ fn main() {
                 "twilight peer not measured: build it with scripts/compat/twilight-idle/build.sh (or pass --twilight PATH)"
             ),
         }
-        idle::run(&contenders, &args.plan, args.rounds, args.sample_every);
+        idle::run(&contenders, &args.plan, args.rounds);
     }
 
     if !skip("shard") {

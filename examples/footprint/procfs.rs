@@ -219,3 +219,21 @@ impl Switches {
             .count()
     }
 }
+
+/// Samples `pid`'s threads every `every` for `window` (at least once at
+/// each end); the counters and the window actually covered.
+pub fn sample_window(
+    pid: u32,
+    window: std::time::Duration,
+    every: std::time::Duration,
+) -> io::Result<(Switches, std::time::Duration)> {
+    let mut switches = Switches::default();
+    let started = std::time::Instant::now();
+    loop {
+        switches.sample(pid)?;
+        if started.elapsed() >= window {
+            return Ok((switches, started.elapsed()));
+        }
+        std::thread::sleep(every);
+    }
+}

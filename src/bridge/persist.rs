@@ -19,9 +19,9 @@
 use super::report::Reporter;
 use crate::offload::{self, Fallback};
 use crate::recorder::FailureKind;
+use crate::rt::Timer;
 use crate::shard::SessionState;
 use crate::status::StatusSnapshot;
-use async_io::Timer;
 use serde::Serialize;
 use smol::channel::{self, Receiver, Sender};
 use std::cell::{Cell, RefCell};
