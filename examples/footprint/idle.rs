@@ -198,7 +198,7 @@ pub fn run(contenders: &[Contender], plan: &Plan, rounds: u32) {
     row("threads seen", &|r| r.threads_seen, 0);
     row("  started+ended inside", &|r| r.transient, 0);
     row("RSS, MiB", &|r| r.rss_kib / 1024.0, 2);
-    row("  anonymous (heap, stacks)", &|r| r.anon_kib / 1024.0, 2);
+    row("  anon: heap, stacks", &|r| r.anon_kib / 1024.0, 2);
     row(
         "  file (binary, libraries)",
         &|r| (r.rss_kib - r.anon_kib) / 1024.0,
