@@ -77,8 +77,9 @@ pub struct AfterWork {
     pub by_thread: String,
     /// Threads alive at the end.
     pub threads: String,
-    /// RSS then.
+    /// RSS then, and its anonymous part.
     pub rss_kib: u64,
+    pub anon_kib: u64,
 }
 
 /// Kills the child on every way out.
@@ -375,6 +376,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         let (switches, window) = procfs::sample_window(pid, plan.window, plan.sample_every)
             .map_err(|e| e.to_string())?;
         let minutes = window.as_secs_f64() / 60.0;
+        let status = procfs::status(pid).map_err(|e| e.to_string())?;
         Ok(AfterWork {
             per_min: switches.voluntary() as f64 / minutes,
             by_thread: switches
@@ -384,7 +386,8 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
                 .collect::<Vec<_>>()
                 .join(", "),
             threads: procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?),
-            rss_kib: procfs::status(pid).map_err(|e| e.to_string())?.rss_kib,
+            rss_kib: status.rss_kib,
+            anon_kib: status.anon_kib,
         })
     });
 

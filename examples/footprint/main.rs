@@ -227,11 +227,12 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
     }
     match &report.idle_after_work {
         Some(Ok(after)) => println!(
-            "  idle after them:   {:.1} wake-ups/min ({}); threads: {}; RSS {}",
+            "  idle after them:   {:.1} wake-ups/min ({}); threads: {}; RSS {} ({} anonymous)",
             after.per_min,
             after.by_thread,
             after.threads,
-            kib_mib(after.rss_kib)
+            kib_mib(after.rss_kib),
+            kib_mib(after.anon_kib)
         ),
         Some(Err(err)) => println!("  idle after them:   failed: {err}"),
         None => {}
