@@ -40,8 +40,8 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
     let mut first_scan = true;
     loop {
         // Watched and no pairing code waiting for approval: wake on change
-        // only (plus a rare safety re-scan), so an idle bridge has no timer
-        // to serve. Otherwise poll, to notice `smolcord pair` in time.
+        // only, so an idle bridge has no timer to serve. Otherwise poll, to
+        // notice `smolcord pair` in time (or changes, without a watch).
         let woken = ctx.poller_wake.listen();
         let codes_pending = ctx.pairing.borrow().live_codes(now_unix_ms()) > 0;
         let tick = (!watch.is_active() || codes_pending).then_some(poll_interval);
