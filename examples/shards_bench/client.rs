@@ -10,9 +10,8 @@
 
 use smolcord::protocol::Intents;
 use smolcord::rest::RestClient;
-use smolcord::shard::{GatewayInfo, ShardConfig, ShardRange, ShardSet};
+use smolcord::shard::{ShardConfig, ShardRange, ShardSet};
 use smolcord::token::Token;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs shards `range` until they stop (the parent ends this process).
@@ -28,16 +27,7 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
     );
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL")?);
     config.identify_window = identify_window;
-    config.gateway_info = Some(Arc::new(move || {
-        let rest = rest.clone();
-        Box::pin(async move {
-            let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-            Ok(GatewayInfo {
-                url: bot.url,
-                session_start_limit: Some(bot.session_start_limit),
-            })
-        })
-    }));
+    config.gateway_info = Some(rest.gateway_info_source());
 
     let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default());
     let ex = smol::LocalExecutor::new();
@@ -46,8 +36,7 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
         while handle.next_event().await.is_ok() {}
         shards.await.map_err(|e| e.to_string())
     });
-    // As `smolcord run` does (src/app/mod.rs): futures-lite's block_on parks
-    // this thread and leaves the reactor to async-io's thread, which idles
-    // with about half the wake-ups of smol::block_on (the reference bot's).
-    futures_lite::future::block_on(work)
+    // As `smolcord run` does: smolcord's runtime, one thread that runs the
+    // tasks and sleeps in epoll for their sockets and timers.
+    smolcord::rt::block_on(work)
 }
