@@ -1,13 +1,14 @@
-//! One measured child process: a fresh simulator (`max_concurrency` 4,
-//! identify concurrency enforced, the given identify window), the client
-//! started on shards `0..n` of `n`, then what the simulator saw (READY times,
-//! identifies refused or too early) and, if asked, what /proc says about the
-//! client once every shard is idle-connected.
+//! Measured child processes: a fresh simulator (`max_concurrency` 4,
+//! identify concurrency enforced, the given identify window), the clients
+//! started on their shards, then what the simulator saw (READY times,
+//! identifies refused or too early) and, for one process, what /proc says
+//! about it once every shard is idle-connected.
 
 use crate::procfs::{self, Switches};
 use smolcord::sim::{SessionStartLimit, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ pub enum Client {
     /// This example with `--client` (a shard set configured as the
     /// reference bot, with the identify window of the run).
     Smolcord(PathBuf),
-    /// `examples/bot` itself (its identify window is Discord's 5 s).
+    /// `examples/bot` itself (its own identify queue keeps Discord's 5 s).
     Bot(PathBuf),
     /// `scripts/compat/twilight-shards` (twilight's queue: a fixed 5 s).
     Twilight(PathBuf),
@@ -36,27 +37,12 @@ impl Client {
         }
     }
 
-    fn command(&self, sim: &Simulator, shards: u32, window: Duration) -> Command {
-        let range = format!("0-{}/{shards}", shards - 1);
-        let mut command = match self {
-            Client::Smolcord(me) => {
-                let mut c = Command::new(me);
-                c.args(["--client", &range, "--identify-window-ms"])
-                    .arg(window.as_millis().to_string());
-                c
-            }
-            Client::Bot(path) => {
-                let mut c = Command::new(path);
-                c.env("SMOLCORD_SHARDS", &range);
-                c
-            }
-            Client::Twilight(path) => {
-                let mut c = Command::new(path);
-                c.args(["--gateway", &sim.gateway_url(), "--shards", &range])
-                    .args(["--concurrency", &MAX_CONCURRENCY.to_string()]);
-                c
-            }
+    /// The command for shards `range` (`FIRST-LAST/COUNT`).
+    fn command(&self, sim: &Simulator, range: &str, window: Duration) -> Command {
+        let program = match self {
+            Client::Smolcord(path) | Client::Bot(path) | Client::Twilight(path) => path,
         };
+        let mut command = Command::new(program);
         // What a container or a unit gives it: no HOME, only its variables.
         command
             .env_clear()
@@ -64,6 +50,15 @@ impl Client {
             .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
             .env("SMOLCORD_API_BASE", sim.api_base())
             .env("RUST_LOG", "warn");
+        match self {
+            Client::Smolcord(_) => command
+                .args(["--client", range, "--identify-window-ms"])
+                .arg(window.as_millis().to_string()),
+            Client::Bot(_) => command.env("SMOLCORD_SHARDS", range),
+            Client::Twilight(_) => command
+                .args(["--gateway", &sim.gateway_url(), "--shards", range])
+                .args(["--concurrency", &MAX_CONCURRENCY.to_string()]),
+        };
         command
     }
 }
@@ -71,7 +66,7 @@ impl Client {
 /// What to run.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
-    /// Shards `0..shards` of `shards`, in one process.
+    /// Shards `0..shards` of `shards`.
     pub shards: u32,
     /// The identify window per bucket (simulator and, where it can be set,
     /// client).
@@ -83,7 +78,7 @@ pub struct Plan {
     pub idle: Option<Duration>,
 }
 
-/// What the simulator saw.
+/// What the simulator saw until every shard was READY.
 #[derive(Clone, Debug)]
 pub struct Startup {
     /// First accepted Identify → the last shard's READY.
@@ -98,6 +93,8 @@ pub struct Startup {
     pub too_early: u64,
     /// The shortest gap between two identifies of one bucket, ms.
     pub min_gap_ms: Option<f64>,
+    /// Identifies per bucket.
+    pub by_bucket: Vec<u64>,
     /// REST requests the simulator answered (`GET /gateway/bot`).
     pub rest_requests: u64,
 }
@@ -111,10 +108,10 @@ pub struct Idle {
     pub threads: String,
     /// Voluntary context switches over the window, all threads.
     pub wakeups: u64,
+    /// ... by thread name.
+    pub by_thread: String,
     /// The window measured.
     pub window: Duration,
-    /// Wake-ups by thread name.
-    pub by_thread: std::collections::BTreeMap<String, u64>,
     /// Heartbeats the simulator got in the window (all shards).
     pub beats: u64,
 }
@@ -133,24 +130,75 @@ pub struct Run {
     pub idle: Option<Idle>,
 }
 
-/// Kills the child on every way out.
-struct Guard(Child);
+/// A child process and its log; killed on every way out.
+struct Proc {
+    child: Child,
+    log: PathBuf,
+}
 
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+impl Proc {
+    fn spawn(mut command: Command, log: &Path) -> Result<Proc, String> {
+        let file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().map_err(|e| e.to_string())?)
+            .stderr(file);
+        let child = command
+            .spawn()
+            .map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
+        Ok(Proc {
+            child,
+            log: log.to_owned(),
+        })
+    }
+
+    /// Its last lines, to explain a failure.
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(8)..].join("\n")
     }
 }
 
-/// Long enough for the blocking pool's idle threads to exit (they linger
-/// 0.5 s after `GET /gateway/bot`).
-const SETTLE: Duration = Duration::from_secs(3);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
-/// Reads events until `done` says so, or `bound` passes, or the child exits.
+fn with_logs(procs: &[Proc]) -> impl Fn(String) -> String + '_ {
+    move |err| {
+        let mut text = err;
+        for proc in procs {
+            text += &format!("\n--- {}:\n{}", proc.log.display(), proc.tail());
+        }
+        text
+    }
+}
+
+/// A simulator as Discord treats a bot with `max_concurrency` 4.
+fn simulator(plan: &Plan, listen: Option<SocketAddr>) -> Result<Simulator, String> {
+    let defaults = SimConfig::default();
+    Simulator::start(SimConfig {
+        listen: listen.unwrap_or(defaults.listen),
+        heartbeat_interval: plan.heartbeat,
+        enforce_identify_concurrency: true,
+        identify_window: plan.window,
+        recommended_shards: plan.shards,
+        session_start_limit: SessionStartLimit {
+            max_concurrency: MAX_CONCURRENCY,
+            ..SessionStartLimit::default()
+        },
+        ..defaults
+    })
+    .map_err(|e| format!("simulator: {e}"))
+}
+
+/// Reads events until `done` says so, or `bound` passes, or a child exits.
 fn watch(
     events: &smol::channel::Receiver<SimEvent>,
-    child: &mut Guard,
+    procs: &mut [Proc],
     bound: Duration,
     what: &str,
     mut done: impl FnMut(&SimEvent, Instant) -> bool,
@@ -165,8 +213,10 @@ fn watch(
                 }
             }
             None => {
-                if let Ok(Some(status)) = child.0.try_wait() {
-                    return Err(format!("the client exited ({status}) before {what}"));
+                for proc in procs.iter_mut() {
+                    if let Ok(Some(status)) = proc.child.try_wait() {
+                        return Err(format!("a client exited ({status}) before {what}"));
+                    }
                 }
             }
         }
@@ -174,52 +224,21 @@ fn watch(
     Err(format!("no {what} within {bound:?}"))
 }
 
-/// Runs `client` on `plan` against a fresh simulator.
-pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
-    let sim = Simulator::start(SimConfig {
-        heartbeat_interval: plan.heartbeat,
-        enforce_identify_concurrency: true,
-        identify_window: plan.window,
-        recommended_shards: plan.shards,
-        session_start_limit: SessionStartLimit {
-            max_concurrency: MAX_CONCURRENCY,
-            ..SessionStartLimit::default()
-        },
-        ..SimConfig::default()
-    })
-    .map_err(|e| format!("simulator: {e}"))?;
-    let logs = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
-    let log_path = logs.path().join("client.log");
-    let log = std::fs::File::create(&log_path).map_err(|e| format!("client log: {e}"))?;
-    let events = sim.subscribe();
-    let mut command = client.command(&sim, plan.shards, plan.window);
-    command
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(|e| e.to_string())?)
-        .stderr(log);
-    let spawned = Instant::now();
-    let child = command
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", client.name()))?;
-    let pid = child.id();
-    let mut child = Guard(child);
-    let with_log = |err: String| {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        format!(
-            "{err}; the client's last lines:\n{}",
-            lines[lines.len().saturating_sub(8)..].join("\n")
-        )
-    };
-
-    // READY of every shard (an Identified event is the simulator sending
-    // READY for an accepted Identify).
+/// Waits until every shard of `plan` is READY (the simulator's Identified
+/// event is it sending READY for an accepted Identify); gives what the
+/// simulator saw and the sessions' connections.
+fn startup(
+    sim: &Simulator,
+    events: &smol::channel::Receiver<SimEvent>,
+    procs: &mut [Proc],
+    plan: &Plan,
+    spawned: Instant,
+    bound: Duration,
+) -> Result<(Startup, BTreeSet<u64>), String> {
     let mut ready = BTreeSet::new();
     let mut conns = BTreeSet::new();
     let (mut first, mut last) = (None, spawned);
-    let windows = plan.shards.div_ceil(MAX_CONCURRENCY);
-    let bound = plan.window * windows * 3 + Duration::from_secs(30);
-    watch(&events, &mut child, bound, "every READY", |event, at| {
+    watch(events, procs, bound, "every READY", |event, at| {
         if let SimEvent::Identified { conn, identify, .. } = event {
             first.get_or_insert(at);
             last = at;
@@ -227,8 +246,7 @@ pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
             ready.insert(identify.shard.map_or(0, |s| s[0]));
         }
         ready.len() == plan.shards as usize
-    })
-    .map_err(with_log)?;
+    })?;
     let totals = sim.stats().totals;
     let startup = Startup {
         first_to_last: last - first.unwrap_or(last),
@@ -237,10 +255,33 @@ pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
         refused: totals.invalid_sessions,
         too_early: totals.identifies_too_early,
         min_gap_ms: totals.min_identify_gap_ms,
+        by_bucket: totals.identifies_by_bucket.values().copied().collect(),
         rest_requests: totals.rest_requests,
     };
+    Ok((startup, conns))
+}
+
+/// Long enough for the blocking pool's idle threads to exit (they linger
+/// 0.5 s after `GET /gateway/bot`).
+const SETTLE: Duration = Duration::from_secs(3);
+
+/// Runs `client` on shards `0..plan.shards` in one process.
+pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
+    let sim = simulator(&plan, None)?;
+    let logs = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    let events = sim.subscribe();
+    let range = format!("0-{}/{}", plan.shards - 1, plan.shards);
+    let spawned = Instant::now();
+    let command = client.command(&sim, &range, plan.window);
+    let mut procs = [Proc::spawn(
+        command,
+        &logs.path().join(client.name().replace('/', "-")),
+    )?];
+    let pid = procs[0].child.id();
+    let bound = plan.window * plan.shards.div_ceil(MAX_CONCURRENCY) * 3 + Duration::from_secs(30);
+    let (startup, conns) =
+        startup(&sim, &events, &mut procs, &plan, spawned, bound).map_err(with_logs(&procs))?;
     let Some(window) = plan.idle else {
-        drop(events);
         return Ok(Run {
             startup,
             idle: None,
@@ -249,10 +290,10 @@ pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
 
     // Idle-connected: every session has beaten once (the first beat is
     // jittered over one interval), and the pools have settled.
-    let mut quiet = conns.clone();
+    let mut quiet = conns;
     watch(
         &events,
-        &mut child,
+        &mut procs,
         plan.heartbeat + Duration::from_secs(30),
         "a first heartbeat on every shard",
         |event, _| {
@@ -262,7 +303,7 @@ pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
             quiet.is_empty()
         },
     )
-    .map_err(with_log)?;
+    .map_err(with_logs(&procs))?;
     drop(events);
     std::thread::sleep(SETTLE);
     let status = procfs::status(pid).map_err(|e| e.to_string())?;
@@ -276,11 +317,16 @@ pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
         std::thread::sleep(Duration::from_millis(100));
         switches.sample(pid).map_err(|e| e.to_string())?;
     }
+    let by_thread: Vec<String> = switches
+        .voluntary_by_name()
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
     let idle = Idle {
         rss_kib: status.rss_kib,
         threads,
         wakeups: switches.voluntary(),
-        by_thread: switches.voluntary_by_name(),
+        by_thread: by_thread.join(", "),
         window: started.elapsed(),
         beats: sim.stats().totals.heartbeats - beats_before,
     };
@@ -289,15 +335,56 @@ pub fn measure(client: &Client, plan: Plan) -> Result<Run, String> {
         || totals.invalid_sessions != startup.refused
         || totals.resumes != 0
     {
-        return Err(with_log(format!(
+        return Err(with_logs(&procs)(format!(
             "sessions changed while idle: {} started, {} resumed, {} op 9",
             totals.sessions_started, totals.resumes, totals.invalid_sessions
         )));
     }
-    drop(child);
+    drop(procs);
     sim.shutdown();
     Ok(Run {
         startup,
         idle: Some(idle),
     })
+}
+
+/// Where the processes part gets its identify queue.
+pub struct SharedQueue {
+    /// A gateway-queue compatible service (`None`: the simulator's stand-in).
+    pub url: Option<String>,
+    /// Where the simulator listens (an external queue that asks `GET
+    /// /gateway/bot` itself must know).
+    pub listen: Option<SocketAddr>,
+}
+
+/// Two reference bots, shards `0..n/2` and `n/2..n` of `n`, sharing one
+/// identify queue.
+pub fn measure_processes(bot: &Path, plan: Plan, queue: &SharedQueue) -> Result<Startup, String> {
+    let sim = simulator(&plan, queue.listen)?;
+    let url = queue
+        .url
+        .clone()
+        .unwrap_or_else(|| sim.identify_queue_url());
+    let logs = tempfile::tempdir().map_err(|e| format!("temp dir: {e}"))?;
+    let events = sim.subscribe();
+    let (n, half) = (plan.shards, plan.shards / 2);
+    let spawned = Instant::now();
+    let mut procs = Vec::new();
+    for (first, last) in [(0, half - 1), (half, n - 1)] {
+        let mut command =
+            Client::Bot(bot.to_owned()).command(&sim, &format!("{first}-{last}/{n}"), plan.window);
+        command.env("SMOLCORD_IDENTIFY_QUEUE_URL", &url);
+        procs.push(Proc::spawn(
+            command,
+            &logs.path().join(format!("bot-{first}-{last}")),
+        )?);
+    }
+    // A queue of its own may space identifies wider than the window
+    // (gateway-queue: 6 s, one bucket without a token).
+    let bound = Duration::from_secs(6) * n + Duration::from_secs(60);
+    let (startup, _) =
+        startup(&sim, &events, &mut procs, &plan, spawned, bound).map_err(with_logs(&procs))?;
+    drop(procs);
+    sim.shutdown();
+    Ok(startup)
 }
