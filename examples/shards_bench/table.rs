@@ -1,7 +1,7 @@
 //! The rounds' figures as one markdown table: medians per column, and
 //! smolcord ÷ twilight where twilight ran.
 
-use crate::child::{Client, Run, Startup, MAX_CONCURRENCY};
+use crate::child::{Client, Idle, Run, Startup, MAX_CONCURRENCY};
 use crate::{Args, DISCORD_WINDOW};
 use std::time::Duration;
 
@@ -58,7 +58,8 @@ impl Results {
     }
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
+fn median(values: &[f64]) -> Option<f64> {
+    let mut values = values.to_vec();
     values.sort_by(f64::total_cmp);
     match values.len() {
         0 => None,
@@ -67,24 +68,34 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     }
 }
 
-fn median_of<T>(runs: &[T], figure: impl Fn(&T) -> Option<f64>) -> Option<f64> {
-    median(runs.iter().filter_map(figure).collect())
+/// `median [min–max]` of the rounds' values (the median alone for one).
+fn spread(values: &[f64], show: fn(f64) -> String) -> String {
+    let Some(median) = median(values) else {
+        return "—".into();
+    };
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if values.len() == 1 {
+        show(median)
+    } else {
+        format!("{} [{}–{}]", show(median), show(min), show(max))
+    }
 }
 
-fn seconds(value: Option<f64>) -> String {
-    value.map_or("—".into(), |s| format!("{s:.2} s"))
+fn seconds(s: f64) -> String {
+    format!("{s:.2} s")
 }
 
-fn kib(value: Option<f64>) -> String {
-    value.map_or("—".into(), |k| format!("{k:.0} KiB"))
+fn kib(k: f64) -> String {
+    format!("{k:.0} KiB")
 }
 
-fn mib(value: Option<f64>) -> String {
-    value.map_or("—".into(), |k| format!("{:.2} MiB", k / 1024.0))
+fn mib(k: f64) -> String {
+    format!("{:.2} MiB", k / 1024.0)
 }
 
-fn per_min(value: Option<f64>) -> String {
-    value.map_or("—".into(), |w| format!("{w:.1}"))
+fn per_min(w: f64) -> String {
+    format!("{w:.1}")
 }
 
 /// "refused / too early" over all runs, "—" without runs.
@@ -102,11 +113,19 @@ fn shortest_gap(runs: &[&Startup]) -> String {
     runs.iter()
         .filter_map(|s| s.min_gap_ms)
         .min_by(f64::total_cmp)
-        .map_or("—".into(), |ms| format!("{:.2} s", ms / 1000.0))
+        .map_or("—".into(), |ms| seconds(ms / 1000.0))
 }
 
-fn first_to_last(runs: &[&Startup]) -> Option<f64> {
-    median(runs.iter().map(|s| s.first_to_last.as_secs_f64()).collect())
+fn first_to_last(runs: &[&Startup]) -> Vec<f64> {
+    runs.iter().map(|s| s.first_to_last.as_secs_f64()).collect()
+}
+
+/// A figure of each idle run.
+fn idle(runs: &[Run], figure: impl Fn(&Idle) -> f64) -> Vec<f64> {
+    runs.iter()
+        .filter_map(|r| r.idle.as_ref())
+        .map(figure)
+        .collect()
 }
 
 /// The table's rows, written as they come.
@@ -121,14 +140,14 @@ impl Table {
         self.row_with_ratio(label, cells, None);
     }
 
-    /// A row whose ratio is smolcord's value ÷ twilight's.
-    fn row_with_ratio(&self, label: &str, cells: Vec<String>, values: Option<&[Option<f64>]>) {
+    /// A row whose ratio is smolcord's median ÷ twilight's.
+    fn row_with_ratio(&self, label: &str, cells: Vec<String>, values: Option<&[Vec<f64>]>) {
         let mut line = format!("| {label} |");
         for cell in cells {
             line += &format!(" {cell} |");
         }
         if let Some(t) = self.twilight {
-            let ratio = match values.map(|v| (v[0], v[t])) {
+            let ratio = match values.map(|v| (median(&v[0]), median(&v[t]))) {
                 Some((Some(s), Some(t))) if t != 0.0 => format!("{:.2}", s / t),
                 _ => String::new(),
             };
@@ -137,9 +156,9 @@ impl Table {
         println!("{line}");
     }
 
-    /// A figure of every column, with the ratio.
-    fn figure(&self, label: &str, values: Vec<Option<f64>>, show: fn(Option<f64>) -> String) {
-        let cells = values.iter().copied().map(show).collect();
+    /// A figure of every column (its rounds' values), with the ratio.
+    fn figure(&self, label: &str, values: Vec<Vec<f64>>, show: fn(f64) -> String) {
+        let cells = values.iter().map(|v| spread(v, show)).collect();
         self.row_with_ratio(label, cells, Some(&values));
     }
 
@@ -164,7 +183,7 @@ pub fn print(args: &Args, results: &Results) {
             .iter()
             .position(|c| matches!(c.client, Client::Twilight(_))),
     };
-    let mut header = format!("| figure (median of {} rounds) |", args.rounds);
+    let mut header = format!("| figure (median [min–max] of {} rounds) |", args.rounds);
     let mut rule = "|---|".to_owned();
     for column in columns {
         header += &format!(" {} |", column.client.name());
@@ -185,7 +204,7 @@ pub fn print(args: &Args, results: &Results) {
                 w.as_secs_f64(),
                 minimum(n, w)
             ),
-            table.only(0, seconds(first_to_last(&fast))),
+            table.only(0, spread(&first_to_last(&fast), seconds)),
         );
         table.row(
             &format!(
@@ -212,7 +231,12 @@ pub fn print(args: &Args, results: &Results) {
             &format!("process start → all {n} READY, W = 5 s"),
             columns
                 .iter()
-                .map(|c| median_of(&c.many, |r| Some(r.startup.spawn_to_last.as_secs_f64())))
+                .map(|c| {
+                    many(c)
+                        .iter()
+                        .map(|s| s.spawn_to_last.as_secs_f64())
+                        .collect()
+                })
                 .collect(),
             seconds,
         );
@@ -224,7 +248,7 @@ pub fn print(args: &Args, results: &Results) {
             "shortest gap between two identifies of a bucket, all rounds",
             columns.iter().map(|c| shortest_gap(&many(c))).collect(),
         );
-        let rss = |runs: &[Run]| median_of(runs, |r| r.idle.as_ref().map(|i| i.rss_kib as f64));
+        let rss = |runs: &[Run]| idle(runs, |i| i.rss_kib as f64);
         table.figure(
             "RSS idle, 1 shard",
             columns.iter().map(|c| rss(&c.one)).collect(),
@@ -240,10 +264,7 @@ pub fn print(args: &Args, results: &Results) {
                 "per extra shard, (RSS{n} − RSS1) / {} (goal ≤ 150 KiB)",
                 n - 1
             ),
-            columns
-                .iter()
-                .map(|c| median(c.per_extra_shard(n)))
-                .collect(),
+            columns.iter().map(|c| c.per_extra_shard(n)).collect(),
             kib,
         );
         table.row(
@@ -258,7 +279,7 @@ pub fn print(args: &Args, results: &Results) {
                 })
                 .collect(),
         );
-        let wakeups = |runs: &[Run]| median_of(runs, |r| r.idle.as_ref().map(|i| i.per_min()));
+        let wakeups = |runs: &[Run]| idle(runs, Idle::per_min);
         table.figure(
             "wake-ups/min, 1 shard",
             columns.iter().map(|c| wakeups(&c.one)).collect(),
@@ -269,16 +290,12 @@ pub fn print(args: &Args, results: &Results) {
             columns.iter().map(|c| wakeups(&c.many)).collect(),
             per_min,
         );
+        let beats = |runs: &[Run]| idle(runs, |i| i.beats as f64 * 60.0 / i.window.as_secs_f64());
         table.row(
             &format!("heartbeats/min the simulator got, {n} shards"),
             columns
                 .iter()
-                .map(|c| {
-                    per_min(median_of(&c.many, |r| {
-                        let i = r.idle.as_ref()?;
-                        Some(i.beats as f64 * 60.0 / i.window.as_secs_f64())
-                    }))
-                })
+                .map(|c| spread(&beats(&c.many), per_min))
                 .collect(),
         );
     }
@@ -303,7 +320,7 @@ pub fn print(args: &Args, results: &Results) {
                 "{what}: all READY after the first identify (minimum {:.2} s)",
                 minimum(n, w)
             ),
-            table.only(bot, seconds(first_to_last(&runs))),
+            table.only(bot, spread(&first_to_last(&runs), seconds)),
         );
         table.row(
             &format!("{what}: refused (op 9) / too early, all rounds"),
