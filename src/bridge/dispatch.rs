@@ -9,21 +9,23 @@
 //! session and status saves; the owner's `!restart` writes its marker and
 //! ends the loop. On the way out: the bounded drain and the final save.
 
-use super::access::Role;
+use super::access::{self, Role};
 use super::counters;
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
+use super::nonce::{self, Notice};
 use super::persist::Coalescing;
-use super::queue::Room;
+use super::queue::{Job, Room, Work, MAX_JOBS};
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
-use super::{access, results, worker, BridgeOutcome};
+use super::{results, worker};
 use crate::offload;
 use crate::protocol::{Message, Ready, Snowflake};
 use crate::recorder::FailureKind;
+use crate::rest::Nonce;
 use crate::shard::{ShardError, ShardEvent, ShardHandle};
 use crate::status::{now_unix_ms, StatusSnapshot};
 use smol::channel::{Receiver, Sender};
@@ -41,6 +43,18 @@ const YIELD_EVERY: u32 = 32;
 /// While the loop waits for room, session and status are still saved this
 /// often (`smolcord status`, a health check, reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
+
+/// How a run ended.
+#[derive(Debug)]
+pub enum BridgeOutcome {
+    /// `stop` resolved.
+    Stopped,
+    /// The owner sent `!restart`; markers are written: exit so the
+    /// supervisor starts us again.
+    RestartRequested,
+    /// The shard stopped for good (a fatal close code, or its driver ended).
+    ShardFatal(ShardError),
+}
 
 pub(crate) struct Writers {
     pub session: Coalescing,
@@ -75,6 +89,7 @@ impl Loop {
     ) -> BridgeOutcome {
         let mut stop = std::pin::pin!(stop);
         let mut since_yield = 0;
+        self.recover().await;
         let outcome = loop {
             // Events already waiting are taken without a pause: yield now
             // and then, so a burst never holds the thread for long.
@@ -105,7 +120,7 @@ impl Loop {
                     log::info!("reloading access state (SIGHUP)");
                     let ctx = self.ctx.clone();
                     self.ctx.spawn("bridge-reload", async move {
-                        worker::reread_access(&ctx).await;
+                        ctx.reread_access().await;
                         results::watch_approvals(&ctx).await;
                     });
                 }
@@ -138,10 +153,12 @@ impl Loop {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
                             }
+                            self.save_session_now().await;
                             self.session_started().await;
                         }
                         "RESUMED" => {
                             self.ctx.floor.borrow_mut().consumed(seq);
+                            self.save_session_now().await;
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
@@ -189,6 +206,62 @@ impl Loop {
         }
     }
 
+    /// Puts the replies an earlier run recorded but did not finish at the
+    /// head of their channels' queues (before any replayed message), and
+    /// prunes result records a crash left behind. At most [`MAX_JOBS`]
+    /// replies: the outbox holds one per channel being handled, so that is
+    /// all of them (any more wait for the next start, logged).
+    async fn recover(&self) {
+        let ctx = &self.ctx;
+        match ctx.outbox.replies(MAX_JOBS).await {
+            Ok((replies, more)) => {
+                if !replies.is_empty() {
+                    log::info!(
+                        "{} reply(ies) recorded before the restart and not finished: delivering them",
+                        replies.len()
+                    );
+                }
+                if more {
+                    log::warn!("more than {MAX_JOBS} unfinished replies on record; the rest wait for the next start");
+                }
+                for (channel, message) in replies {
+                    let guard = ctx.inflight.begin(format!(
+                        "reply to message {message} in channel {channel}, recorded before the restart"
+                    ));
+                    let work = Work::Recorded { message };
+                    if ctx.queues.push(Job {
+                        channel,
+                        work,
+                        guard,
+                    }) {
+                        worker::start_worker(ctx, channel);
+                    }
+                }
+            }
+            Err(e) => {
+                log::error!("listing the outbox: {e}");
+                ctx.reporter
+                    .fail(FailureKind::State, "outbox", None, "listing failed");
+            }
+        }
+        match ctx.outbox.prune_results(&ctx.spool.results, MAX_JOBS).await {
+            Ok(0) => {}
+            Ok(n) => log::info!("pruned {n} record(s) of results delivered before the restart"),
+            Err(e) => log::warn!("pruning result records: {e}"),
+        }
+    }
+
+    /// Writes `session.json` now and waits for it: the session just
+    /// started (READY) or came back (RESUMED), and until it is on disk a
+    /// crash would leave the next start nothing to resume, so the messages
+    /// Discord sends meanwhile would never be replayed to it.
+    async fn save_session_now(&self) {
+        self.save_session_and_status();
+        if !self.writers.session.flush().await {
+            log::warn!("session.json could not be written at session start; a crash now would lose what the session receives");
+        }
+    }
+
     fn save_session_and_status(&self) {
         let status = self.shard.status();
         let state = self.ctx.floor.borrow().state_to_save(status.state.clone());
@@ -220,7 +293,8 @@ impl Loop {
             self.ctx.spawn("bridge-restart-notice", async move {
                 let _guard = guard;
                 let text = "Back online after the restart.";
-                if delivery::notify(&ctx, marker.channel_id, text).await {
+                let nonce = nonce::notice(marker.message_id, Notice::BackOnline);
+                if delivery::notify(&ctx, marker.channel_id, text, &nonce).await {
                     if let Err(e) =
                         offload::remove_file(&restart::restart_path(&ctx.state_dir)).await
                     {
@@ -276,11 +350,14 @@ impl Loop {
                     "message {} in channel {channel}: queued",
                     message.id
                 ));
-                let job = worker::Job {
-                    message,
-                    ticket,
+                let job = Job {
+                    channel,
+                    work: Work::Message {
+                        message: Box::new(message),
+                        ticket,
+                        received_unix_ms: now_unix_ms(),
+                    },
                     guard,
-                    received_unix_ms: now_unix_ms(),
                 };
                 loop {
                     let freed = ctx.queues.freed();
@@ -370,7 +447,9 @@ impl Loop {
     async fn restart_requested(&self, message: &Message) {
         log::info!("the owner asked for a restart");
         let ctx = &self.ctx;
-        ctx.mark_processed(message.channel_id, message.id);
+        // On disk before the marker: a replayed `!restart` must not
+        // restart us again.
+        ctx.record_processed(message.channel_id, message.id).await;
         let marker = RestartMarker {
             requested_by: message.author.id,
             channel_id: message.channel_id,
@@ -392,9 +471,10 @@ impl Loop {
         let guard = ctx.inflight.begin("restart acknowledgement".into());
         let task_ctx = ctx.clone();
         let channel = message.channel_id;
+        let nonce = nonce::notice(message.id, Notice::Restarting);
         ctx.spawn("bridge-restart-ack", async move {
             let _guard = guard;
-            if delivery::notify(&task_ctx, channel, "Restarting…").await {
+            if delivery::notify(&task_ctx, channel, "Restarting…", &nonce).await {
                 task_ctx.turn_succeeded();
             }
         });
@@ -455,13 +535,14 @@ async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
     match ctx.rest.create_dm(&owner.to_string()).await {
         Ok(dm) => match dm.id.parse::<Snowflake>() {
             Ok(channel) => {
-                delivery::notify(ctx, channel, &text).await;
+                // Once per start-up in safe mode: nothing to repeat.
+                delivery::notify(ctx, channel, &text, &Nonce::random()).await;
             }
             Err(e) => log::warn!("safe-mode notice: DM channel id: {e}"),
         },
         Err(e) => {
             log::warn!("safe-mode notice: opening a DM with the owner failed: {e}");
-            delivery::record_rest(ctx, FailureKind::Rest, &e);
+            ctx.reporter.rest_failure(FailureKind::Rest, &e);
         }
     }
 }

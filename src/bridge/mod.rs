@@ -40,6 +40,8 @@ pub mod directory;
 mod dispatch;
 mod inflight;
 mod intake;
+mod nonce;
+mod outbox;
 pub mod pairing;
 mod persist;
 mod queue;
@@ -48,28 +50,34 @@ pub mod restart;
 mod results;
 pub mod spool;
 mod throttle;
+mod tool;
 mod transcribe;
+mod tunables;
 mod watch;
 mod worker;
 
 pub use access::{AccessFile, Role};
 pub use agent::PLACEHOLDER;
 pub use counters::{BridgeCounters, CountersSnapshot};
+pub use dispatch::BridgeOutcome;
+pub use outbox::OUTBOX_DIR;
 pub use pairing::{approve_code, Approval, PairError, PairingRules};
 pub use persist::{load_session_state, session_path, SESSION_FILE};
 pub use queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
+pub use tunables::{Tunables, DRAIN_BOUND};
 
 use crate::config::Config;
 use crate::offload;
 use crate::protocol::Snowflake;
 use crate::recorder::Recorder;
 use crate::rest::RestClient;
-use crate::shard::{ShardError, ShardHandle};
+use crate::shard::ShardHandle;
 use crate::status;
 use access::Access;
 use ctx::Ctx;
 use directory::ChannelDirectory;
 use inflight::Inflight;
+use outbox::Outbox;
 use pairing::PairingBook;
 use persist::{Coalescing, SeqFloor};
 use report::Reporter;
@@ -84,72 +92,6 @@ use std::fmt;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
-
-/// The spec for one of the operator's commands (transcriber, agent, DM
-/// fallback): the bridge's environment minus the bot token, which those
-/// programs have no business seeing.
-pub(crate) fn tool_command(argv: Vec<String>, timeout: Duration) -> offload::CommandSpec {
-    let mut spec = offload::CommandSpec::new(argv, timeout);
-    spec.env = offload::CommandEnv::InheritWithout(vec!["DISCORD_TOKEN".into()]);
-    spec
-}
-
-/// How long a stop waits for work in flight (the README's figure). Work
-/// left after it is abandoned, not lost: its messages are replayed on
-/// resume. Short, because the whole stop (this, the final save, the
-/// gateway close, the journal flush) must fit in the 10 s Docker and
-/// systemd give before SIGKILL.
-pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
-
-/// Knobs that are not config keys (tests shorten them).
-#[derive(Clone, Copy, Debug)]
-pub struct Tunables {
-    /// Pairing code rules.
-    pub pairing: PairingRules,
-    /// Typing indicator renewal while the agent runs.
-    pub typing_interval: Duration,
-    /// Post a "working…" placeholder after this long (`None`: never).
-    pub placeholder_after: Option<Duration>,
-    /// Bound on waiting for work in flight at shutdown ([`DRAIN_BOUND`]).
-    pub drain_timeout: Duration,
-    /// Bound on the final state save.
-    pub save_timeout: Duration,
-    /// Channel directory writes are debounced by this much.
-    pub directory_debounce: Duration,
-    /// Runtime state (processed ids, counter) writes are debounced by this much.
-    pub runtime_debounce: Duration,
-    /// Transcriptions running at once.
-    pub transcribe_concurrency: usize,
-}
-
-impl Default for Tunables {
-    fn default() -> Self {
-        Tunables {
-            pairing: PairingRules::default(),
-            typing_interval: Duration::from_secs(8),
-            placeholder_after: Some(Duration::from_secs(10)),
-            drain_timeout: DRAIN_BOUND,
-            // With the drain (2 s), the gateway close (2 s) and the journal
-            // flush (2 s), a stop stays under the 10 s before SIGKILL.
-            save_timeout: Duration::from_secs(3),
-            directory_debounce: Duration::from_secs(2),
-            runtime_debounce: Duration::from_millis(500),
-            transcribe_concurrency: 2,
-        }
-    }
-}
-
-/// How a run ended.
-#[derive(Debug)]
-pub enum BridgeOutcome {
-    /// `stop` resolved.
-    Stopped,
-    /// The owner sent `!restart`; markers are written: exit so the
-    /// supervisor starts us again.
-    RestartRequested,
-    /// The shard stopped for good (a fatal close code, or its driver ended).
-    ShardFatal(ShardError),
-}
 
 /// Why the bridge could not start.
 #[derive(Debug)]
@@ -244,6 +186,7 @@ impl Bridge {
         offload::create_dir_all(&state_dir).await?;
         offload::create_dir_all(&state_dir.join("tmp")).await?;
         Spool::new(&state_dir).create_dirs().await?;
+        Outbox::new(&state_dir).create_dir().await?;
 
         let config_owner = config
             .owner_id
@@ -364,6 +307,7 @@ impl Bridge {
         let ctx = Rc::new(Ctx {
             tmp_dir: state_dir.join("tmp"),
             spool: Spool::new(&state_dir),
+            outbox: Outbox::new(&state_dir),
             state_dir,
             tunables: self.tunables,
             rest: self.rest,

@@ -77,9 +77,11 @@ impl Coalescing {
         }
     }
 
-    /// Writes the pending value now, after any write in progress (shutdown).
-    pub async fn flush(&self) {
-        write_pending(&self.shared).await;
+    /// Writes the pending value now, after any write in progress; true
+    /// once every value set before the call is on disk (false: the write
+    /// failed, logged and journalled; it is retried with the next one).
+    pub async fn flush(&self) -> bool {
+        write_pending(&self.shared).await
     }
 }
 
@@ -88,20 +90,26 @@ async fn background(shared: Rc<Shared>, woken: Receiver<()>, debounce: Duration)
         if !debounce.is_zero() {
             Timer::after(debounce).await;
         }
-        write_pending(&shared).await;
+        let _ = write_pending(&shared).await;
     }
 }
 
-async fn write_pending(shared: &Shared) {
+/// Writes what is pending; true if it is on disk (or nothing was: values
+/// are taken only under `turn`, so one taken by another writer is written
+/// by the time we get it, or put back if that write failed).
+async fn write_pending(shared: &Shared) -> bool {
     let _turn = shared.turn.lock().await;
     let Some(bytes) = shared.pending.borrow_mut().take() else {
-        return;
+        return true;
     };
     if shared.written.borrow().as_deref() == Some(&bytes[..]) {
-        return;
+        return true;
     }
     match offload::write_bytes_atomic(&shared.path, bytes.clone()).await {
-        Ok(()) => *shared.written.borrow_mut() = Some(bytes),
+        Ok(()) => {
+            *shared.written.borrow_mut() = Some(bytes);
+            true
+        }
         Err(e) => {
             log::error!("saving state: {e}");
             shared.reporter.fail(
@@ -112,6 +120,7 @@ async fn write_pending(shared: &Shared) {
             );
             // Retry with the next `set` or flush, unless a newer value came.
             shared.pending.borrow_mut().get_or_insert(bytes);
+            false
         }
     }
 }

@@ -14,6 +14,7 @@ use ureq::Agent;
 use super::error::RestError;
 use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
 use super::multipart::{self, Upload, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
+use super::nonce::Nonce;
 use super::ratelimit::{seconds, RateLimiter, RouteKey};
 use super::split::MESSAGE_LIMIT;
 use super::types::{Channel, Message};
@@ -150,15 +151,28 @@ impl RestClient {
         self.call(route, Some(body)).await
     }
 
-    /// `POST /channels/{id}/messages` with mentions disabled.
-    ///
-    /// The message carries a random `nonce` with `enforce_nonce`, so a retry
-    /// after a lost answer cannot post it twice. Content must be 1..=2000
-    /// characters (see [`super::split_message`]).
+    /// `POST /channels/{id}/messages` with mentions disabled and a random
+    /// [`Nonce`] (see [`RestClient::create_message_with_nonce`]).
     pub async fn create_message(
         &self,
         channel_id: &str,
         content: &str,
+    ) -> Result<Message, RestError> {
+        self.create_message_with_nonce(channel_id, content, &Nonce::random())
+            .await
+    }
+
+    /// `POST /channels/{id}/messages` with mentions disabled.
+    ///
+    /// The message carries `nonce` with `enforce_nonce`, so a retry after a
+    /// lost answer cannot post it twice, and neither can a later call with
+    /// the same nonce within Discord's window (a few minutes). Content must
+    /// be 1..=2000 characters (see [`super::split_message`]).
+    pub async fn create_message_with_nonce(
+        &self,
+        channel_id: &str,
+        content: &str,
+        nonce: &Nonce,
     ) -> Result<Message, RestError> {
         let route = Route {
             method: "POST",
@@ -171,7 +185,7 @@ impl RestClient {
         let body = serde_json::json!({
             "content": content,
             "allowed_mentions": { "parse": [] },
-            "nonce": fastrand::u64(..).to_string(),
+            "nonce": nonce.as_str(),
             "enforce_nonce": true,
         });
         self.call(route, Some(body)).await
@@ -200,16 +214,29 @@ impl RestClient {
         self.call(route, Some(body)).await
     }
 
-    /// `POST /channels/{id}/messages` with a file: a `multipart/form-data`
-    /// body of `payload_json` (the content, mentions disabled, a `nonce`
-    /// as in [`RestClient::create_message`]) and `files[0]`. Content may
-    /// be empty (the file alone); the file must be within Discord's
-    /// default 10 MiB.
+    /// `POST /channels/{id}/messages` with a file and a random [`Nonce`]
+    /// (see [`RestClient::create_message_with_file_and_nonce`]).
     pub async fn create_message_with_file(
         &self,
         channel_id: &str,
         content: &str,
         file: Upload<'_>,
+    ) -> Result<Message, RestError> {
+        self.create_message_with_file_and_nonce(channel_id, content, file, &Nonce::random())
+            .await
+    }
+
+    /// `POST /channels/{id}/messages` with a file: a `multipart/form-data`
+    /// body of `payload_json` (the content, mentions disabled, `nonce` with
+    /// `enforce_nonce` as in [`RestClient::create_message_with_nonce`]) and
+    /// `files[0]`. Content may be empty (the file alone); the file must be
+    /// within Discord's default 10 MiB.
+    pub async fn create_message_with_file_and_nonce(
+        &self,
+        channel_id: &str,
+        content: &str,
+        file: Upload<'_>,
+        nonce: &Nonce,
     ) -> Result<Message, RestError> {
         let route = Route {
             method: "POST",
@@ -221,7 +248,7 @@ impl RestClient {
         let payload = serde_json::json!({
             "content": content,
             "allowed_mentions": { "parse": [] },
-            "nonce": fastrand::u64(..).to_string(),
+            "nonce": nonce.as_str(),
             "enforce_nonce": true,
             "attachments": [{ "id": 0, "filename": file.filename }],
         });
