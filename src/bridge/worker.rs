@@ -6,10 +6,11 @@
 //! [`super::queue`].
 //!
 //! Exactly once, as far as Discord allows: the agent's reply is put on
-//! record in the outbox before its first part is sent, and a message whose
-//! reply is on record never runs the agent again (after a crash, the next
-//! start delivers the recorded reply; a replay of the message finds it). A
-//! message is done when its processed mark is on disk: only then is its
+//! record in the outbox before its first part is sent. After a crash, the
+//! next start queues each recorded reply ahead of everything its channel
+//! receives ([`Work::Recorded`]), so the recorded reply is delivered and a
+//! replay of its message finds it processed: the agent does not run again.
+//! A message is done when its processed mark is on disk: only then is its
 //! record removed and may the saved gateway seq move past it.
 
 use super::access::{self, Role};
@@ -220,18 +221,6 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
         notify(ctx, message.channel_id, text, &nonce).await;
         return false;
     }
-    // A reply on record (the process died while delivering it, and this is
-    // the message replayed): deliver that; the agent does not run again.
-    match ctx.outbox.reply(message.channel_id, message.id).await {
-        Ok(Some(record)) => {
-            log::info!("{what}: its reply is on record from before a restart; delivering that");
-            guard.stage(format!("{what}: delivering the recorded reply"));
-            deliver_reply(ctx, record).await;
-            return true;
-        }
-        Ok(None) => {}
-        Err(e) => bad_record(ctx, message.channel_id, message.id, e).await,
-    }
     let (transcripts, _failed) = if message.audio_attachments().next().is_some() {
         guard.stage(format!("{what}: transcribing"));
         transcribe_message(ctx, message).await
@@ -350,8 +339,8 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
 }
 
 /// A reply record that cannot be read (a damaged disk: records are written
-/// atomically) is kept aside for the operator, and the message is handled
-/// as if it had none.
+/// atomically) is kept aside for the operator; its message counts as
+/// handled (logged and journalled: the reply is not known).
 async fn bad_record(ctx: &Ctx, channel: Snowflake, message: Snowflake, e: crate::offload::Error) {
     log::error!("{e}");
     ctx.reporter.fail(
