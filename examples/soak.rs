@@ -25,7 +25,7 @@
 use rustix::process::{kill_process, Pid, Signal};
 use smolcord::protocol::Snowflake;
 use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, Simulator, DEFAULT_SIM_TOKEN};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -45,13 +45,12 @@ const AGENT: &str = r#"tag=$(grep -o '<[sl][0-9]*>' | head -n 1)
 pad=$(printf '%01900d' 0)
 case "$tag" in
   "<l"*) printf '%s.0 %s\n%s.1 %s\n' "$tag" "$pad" "$tag" "$pad" ;;
-  *) printf 'reply to %s\n' "$tag" ;;
+  *) printf '%s reply\n' "$tag" ;;
 esac"#;
 
-/// What must arrive exactly once: the leading text of each part.
+/// What must arrive exactly once: the tag each part starts with.
 struct Expected {
     parts: Vec<String>,
-    channel: Snowflake,
     result: bool,
 }
 
@@ -165,8 +164,17 @@ impl Bot {
     }
 }
 
-fn copies(messages: &[String], part: &str) -> usize {
-    messages.iter().filter(|m| m.starts_with(part)).count()
+/// How many of the bot's messages in `channels` start with each tag (a
+/// part's first word).
+fn tally(sim: &Simulator, channels: &[Snowflake]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for &channel in channels {
+        for message in sim.messages_in(channel) {
+            let tag = message.content.split(' ').next().unwrap_or_default();
+            *counts.entry(tag.to_owned()).or_default() += 1;
+        }
+    }
+    counts
 }
 
 fn main() {
@@ -221,15 +229,14 @@ fn main() {
             };
             let (tag, parts) = if (dms / 2) % 2 == 0 {
                 let tag = format!("<s{dms}>");
-                (tag.clone(), vec![format!("reply to {tag}")])
+                (tag.clone(), vec![tag.clone()])
             } else {
                 let tag = format!("<l{dms}>");
-                (tag.clone(), vec![format!("{tag}.0 "), format!("{tag}.1 ")])
+                (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
             };
-            let (_, channel) = sim.send_dm(user, who, &format!("message {tag}"));
+            sim.send_dm(user, who, &format!("message {tag}"));
             expected.push(Expected {
                 parts,
-                channel,
                 result: false,
             });
             dms += 1;
@@ -237,16 +244,16 @@ fn main() {
         }
         if n % 2 == 0 {
             let parts: Vec<String> = if results % 3 == 0 {
-                vec![format!("result <r{results}> in one part")]
+                vec![format!("<r{results}>")]
             } else {
-                (0..3).map(|p| format!("<r{results}>.{p} ")).collect()
+                (0..3).map(|p| format!("<r{results}>.{p}")).collect()
             };
             let content = if parts.len() == 1 {
-                parts[0].clone()
+                format!("{} result in one part", parts[0])
             } else {
                 parts
                     .iter()
-                    .map(|p| format!("{p}{pad}"))
+                    .map(|p| format!("{p} {pad}"))
                     .collect::<Vec<_>>()
                     .join("\n")
             };
@@ -260,7 +267,6 @@ fn main() {
                 .expect("rename");
             expected.push(Expected {
                 parts,
-                channel: results_channel,
                 result: true,
             });
             results += 1;
@@ -293,17 +299,14 @@ fn main() {
         sim.dm_channel_of(ALICE),
         results_channel,
     ];
-    let messages = |channel| -> Vec<String> {
-        sim.messages_in(channel)
-            .into_iter()
-            .map(|m| m.content)
-            .collect()
+    let copies = |counts: &HashMap<String, usize>, part: &String| -> usize {
+        counts.get(part).copied().unwrap_or(0)
     };
     loop {
-        let all: Vec<String> = channels.iter().flat_map(|&c| messages(c)).collect();
+        let counts = tally(&sim, &channels);
         let arrived = expected
             .iter()
-            .all(|e| e.parts.iter().all(|p| copies(&all, p) > 0));
+            .all(|e| e.parts.iter().all(|p| copies(&counts, p) > 0));
         if arrived || Instant::now() > deadline {
             break;
         }
@@ -318,9 +321,9 @@ fn main() {
 
     // [replies, results] x [delivered, lost, duplicated]
     let mut figures = [[0usize; 3]; 2];
+    let counts = tally(&sim, &channels);
     for e in &expected {
-        let all = messages(e.channel);
-        let counts: Vec<usize> = e.parts.iter().map(|p| copies(&all, p)).collect();
+        let counts: Vec<usize> = e.parts.iter().map(|p| copies(&counts, p)).collect();
         let row = &mut figures[usize::from(e.result)];
         if counts.contains(&0) {
             row[1] += 1;

@@ -18,6 +18,7 @@
 use rustix::process::{kill_process, Pid, Signal};
 use smolcord::protocol::Snowflake;
 use smolcord::sim::{SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,7 +51,7 @@ const AGENT: &str = r#"tag=$(grep -o '<[sl][0-9]*>' | head -n 1)
 pad=$(printf '%01900d' 0)
 case "$tag" in
   "<l"*) printf '%s.0 %s\n%s.1 %s\n' "$tag" "$pad" "$tag" "$pad" ;;
-  *) printf 'reply to %s\n' "$tag" ;;
+  *) printf '%s reply\n' "$tag" ;;
 esac"#;
 
 fn start(sim: &Simulator, state: &Path) -> Child {
@@ -78,10 +79,9 @@ fn start(sim: &Simulator, state: &Path) -> Child {
 }
 
 /// Something that must arrive exactly once: a message's reply or a
-/// result, as the tags of its parts.
+/// result, as the tags its parts start with.
 struct Expected {
     parts: Vec<String>,
-    channel: Snowflake,
     kind: Kind,
 }
 
@@ -106,19 +106,15 @@ fn feed_dms(sim: Simulator, feeding: Arc<AtomicBool>) -> std::thread::JoinHandle
             let (tag, parts) = match (n / 2) % 2 {
                 0 => {
                     let tag = format!("<s{n}>");
-                    (tag.clone(), vec![format!("reply to {tag}")])
+                    (tag.clone(), vec![tag.clone()])
                 }
                 _ => {
                     let tag = format!("<l{n}>");
-                    (tag.clone(), vec![format!("{tag}.0 "), format!("{tag}.1 ")])
+                    (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
                 }
             };
-            let (_, channel) = sim.send_dm(user, name, &format!("message {tag}"));
-            sent.push(Expected {
-                parts,
-                channel,
-                kind,
-            });
+            sim.send_dm(user, name, &format!("message {tag}"));
+            sent.push(Expected { parts, kind });
             std::thread::sleep(DM_EVERY);
         }
         sent
@@ -138,14 +134,14 @@ fn feed_results(
         while feeding.load(Ordering::Relaxed) {
             let n = dropped.len();
             let parts: Vec<String> = match n % 3 {
-                0 => vec![format!("result <r{n}> in one part")],
-                _ => (0..3).map(|p| format!("<r{n}>.{p} ")).collect(),
+                0 => vec![format!("<r{n}>")],
+                _ => (0..3).map(|p| format!("<r{n}>.{p}")).collect(),
             };
             let content = match n % 3 {
-                0 => parts[0].clone(),
+                0 => format!("{} result in one part", parts[0]),
                 _ => parts
                     .iter()
-                    .map(|p| format!("{p}{pad}"))
+                    .map(|p| format!("{p} {pad}"))
                     .collect::<Vec<_>>()
                     .join("\n"),
             };
@@ -158,7 +154,6 @@ fn feed_results(
             std::fs::rename(&tmp, results.join(format!("result-{n}.json"))).expect("rename");
             dropped.push(Expected {
                 parts,
-                channel,
                 kind: Kind::Result,
             });
             std::thread::sleep(RESULT_EVERY);
@@ -167,9 +162,21 @@ fn feed_results(
     })
 }
 
-/// Copies of `part` among `messages` (each part starts its message).
-fn copies(messages: &[String], part: &str) -> usize {
-    messages.iter().filter(|m| m.starts_with(part)).count()
+/// How many of the bot's messages in `channels` start with each tag (a
+/// part's first word).
+fn tally(sim: &Simulator, channels: &[Snowflake]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for &channel in channels {
+        for message in sim.messages_in(channel) {
+            let tag = message.content.split(' ').next().unwrap_or_default();
+            *counts.entry(tag.to_owned()).or_default() += 1;
+        }
+    }
+    counts
+}
+
+fn copies(counts: &HashMap<String, usize>, part: &str) -> usize {
+    counts.get(part).copied().unwrap_or(0)
 }
 
 #[test]
@@ -246,17 +253,11 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
         sim.dm_channel_of(ALICE),
         results_channel,
     ];
-    let bot_messages = |channel| -> Vec<String> {
-        sim.messages_in(channel)
-            .into_iter()
-            .map(|m| m.content)
-            .collect()
-    };
     loop {
-        let all: Vec<String> = channels.iter().flat_map(|&c| bot_messages(c)).collect();
+        let counts = tally(&sim, &channels);
         let arrived = expected
             .iter()
-            .all(|e| e.parts.iter().all(|p| copies(&all, p) > 0));
+            .all(|e| e.parts.iter().all(|p| copies(&counts, p) > 0));
         if arrived || Instant::now() > deadline {
             break;
         }
@@ -272,11 +273,11 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
     let mut worst = 0;
     let mut unanswered = Vec::new();
     let mut doubled = Vec::new();
+    let tallied = tally(&sim, &channels);
     for e in &expected {
         let k = kinds.iter().position(|&k| k == e.kind).unwrap();
         total[k] += 1;
-        let messages = bot_messages(e.channel);
-        let counts: Vec<usize> = e.parts.iter().map(|p| copies(&messages, p)).collect();
+        let counts: Vec<usize> = e.parts.iter().map(|p| copies(&tallied, p)).collect();
         if counts.contains(&0) {
             lost[k] += 1;
             unanswered.push(e.parts[0].clone());
