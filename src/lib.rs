@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod bridge;
+pub mod chart;
 pub mod config;
 pub mod heartbeat;
 pub mod loopwatch;
@@ -21,3 +22,4 @@ pub mod sim;
 pub mod status;
 pub mod token;
 pub mod transport;
+pub mod wire;

@@ -16,13 +16,19 @@ usage:
                                serve the gateway simulator until Ctrl-C
   smolcord pair CODE [--config F]
                                approve a pairing code
-  smolcord status [--config F] print status.json; exit 1 if the last
-                               heartbeat ACK is older than two intervals
+  smolcord status [--json] [--config F]
+                               print the status (charts, session timeline;
+                               --json: docs/status.schema.json); exit 1 if
+                               the last heartbeat ACK is older than two
+                               intervals
   smolcord failures [--last N] [--config F]
                                print the failure journal
 
 environment: DISCORD_TOKEN, SMOLCORD_CONFIG, SMOLCORD_STATE_DIR,
-SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, RUST_LOG (default info)";
+SMOLCORD_GATEWAY_URL, SMOLCORD_API_BASE, SMOLCORD_CA_FILE, SMOLCORD_ASCII=1
+(plain ASCII output), RUST_LOG (default info; smolcord::wire=trace prints
+every gateway frame in and out, token and session id redacted;
+smolcord::sim::wire=trace the same from the simulator's side)";
 
 /// The `blocking` pool's thread cap unless `BLOCKING_MAX_THREADS` is set
 /// (the crate's default is 500). What runs there: REST calls (a thread
@@ -68,6 +74,7 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
     let mut listen = None;
     let mut heartbeat_ms = None;
     let mut last = None;
+    let mut json = false;
     while let Some(arg) = args.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(None),
@@ -75,6 +82,7 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
             Long("listen") => listen = Some(args.value()?.parse()?),
             Long("heartbeat-ms") => heartbeat_ms = Some(args.value()?.parse()?),
             Long("last") => last = Some(args.value()?.parse()?),
+            Long("json") => json = true,
             Value(value) if subcommand.is_none() => subcommand = Some(value.string()?),
             Value(value) if positional.is_none() => positional = Some(value.string()?),
             _ => return Err(arg.unexpected()),
@@ -92,7 +100,7 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
             code: positional.ok_or("pair needs the CODE the bot sent")?,
             config,
         },
-        Some("status") => Command::Status { config },
+        Some("status") => Command::Status { config, json },
         Some("failures") => Command::Failures { last, config },
         Some("demo-agent") => Command::DemoAgent,
         Some("demo-transcribe") => Command::DemoTranscribe { file: positional },

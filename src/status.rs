@@ -1,12 +1,19 @@
 //! The status snapshot: `status.json` in the state dir, written at most
 //! once per heartbeat, read by `smolcord status` (a container health check:
 //! healthy while the last heartbeat ACK is younger than two intervals).
+//!
+//! [`StatusSnapshot::render`] draws it for a person ([`render`]);
+//! [`StatusSnapshot::report_json`] is `smolcord status --json`, whose shape
+//! `docs/status.schema.json` documents.
 
+pub mod render;
+
+use crate::chart::Charset;
 use crate::loopwatch;
 use crate::offload;
-use crate::shard::ShardStatus;
+use crate::shard::history::FlapCount;
+use crate::shard::{SessionHistory, ShardStatus};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -49,6 +56,9 @@ pub struct StatusSnapshot {
     /// Application counters (the bridge's).
     #[serde(default)]
     pub bridge: serde_json::Value,
+    /// The last gateway sessions, oldest first.
+    #[serde(default)]
+    pub sessions: SessionHistory,
 }
 
 fn unix_ms(time: SystemTime) -> u64 {
@@ -81,6 +91,7 @@ impl StatusSnapshot {
             heartbeat: serde_json::to_value(&shard.heartbeat).unwrap_or_default(),
             loop_stalls: serde_json::to_value(loopwatch::stalls()).unwrap_or_default(),
             bridge,
+            sessions: shard.state.history.clone(),
         }
     }
 
@@ -92,89 +103,32 @@ impl StatusSnapshot {
         }
     }
 
-    /// A readable rendering for `smolcord status`.
-    pub fn render(&self, now_ms: u64) -> String {
-        let ago = |at: Option<u64>| match at {
-            Some(at) => format!("{:.1} s ago", now_ms.saturating_sub(at) as f64 / 1000.0),
-            None => "never".to_owned(),
-        };
-        let lateness = |key: &str| {
-            self.heartbeat["lifetime"]["lateness"][key]
-                .as_f64()
-                .map_or("-".to_owned(), |ms| format!("{ms:.2} ms"))
-        };
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "smolcord (pid {}) shard {}/{} as {} — {}",
-            self.pid,
-            self.shard[0],
-            self.shard[1],
-            self.user.as_deref().unwrap_or("?"),
-            if self.is_healthy(now_ms) {
-                "healthy"
-            } else {
-                "UNHEALTHY"
-            }
-        );
-        let _ = writeln!(
-            out,
-            "  snapshot written   {}",
-            ago(Some(self.written_unix_ms))
-        );
-        let _ = writeln!(
-            out,
-            "  gateway sessions   {} started, {} resumed; connected: {}",
-            self.sessions_started, self.resumes, self.connected
-        );
-        let _ = writeln!(out, "  last READY         {}", ago(self.last_ready_unix_ms));
-        let _ = writeln!(
-            out,
-            "  last RESUMED       {}",
-            ago(self.last_resumed_unix_ms)
-        );
-        let _ = writeln!(
-            out,
-            "  last heartbeat ACK {} (interval {} ms)",
-            ago(self.last_ack_unix_ms),
-            self.heartbeat_interval_ms
-                .map_or("-".to_owned(), |ms| ms.to_string())
-        );
-        let life = &self.heartbeat["lifetime"];
-        let _ = writeln!(
-            out,
-            "  heartbeats         {} sent, {} acked, {} zombies; lateness p50 {} p99 {} max {}",
-            life["beats_sent"].as_u64().unwrap_or(0),
-            life["acks"].as_u64().unwrap_or(0),
-            life["zombies"].as_u64().unwrap_or(0),
-            lateness("p50_ms"),
-            lateness("p99_ms"),
-            lateness("max_ms"),
-        );
-        let _ = writeln!(
-            out,
-            "  round trip         latest {} avg {}",
-            life["rtt_latest_ms"]
-                .as_f64()
-                .map_or("-".into(), |ms| format!("{ms:.1} ms")),
-            life["rtt_avg_ms"]
-                .as_f64()
-                .map_or("-".into(), |ms| format!("{ms:.1} ms")),
-        );
-        if let Some(stalls) = self.loop_stalls.as_object().filter(|s| !s.is_empty()) {
-            for (task, entry) in stalls {
-                let _ = writeln!(
-                    out,
-                    "  loop stalls        task \"{task}\": {} times, worst {:.0} ms",
-                    entry["count"].as_u64().unwrap_or(0),
-                    entry["worst_ms"].as_f64().unwrap_or(0.0)
-                );
-            }
+    /// A readable rendering for `smolcord status`, at most 80 columns.
+    pub fn render(&self, now_ms: u64, charset: Charset) -> String {
+        render::status(self, now_ms, charset)
+    }
+
+    /// `smolcord status --json`: the snapshot plus what is judged at read
+    /// time (`checked_unix_ms`, `healthy`, `flaps`). The shape is
+    /// documented in `docs/status.schema.json`.
+    pub fn report_json(&self, now_ms: u64) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("checked_unix_ms".into(), now_ms.into());
+            object.insert("healthy".into(), self.is_healthy(now_ms).into());
+            let [hour, day] = self.flaps(now_ms);
+            let flaps = serde_json::json!({ "last_hour": hour, "last_day": day });
+            object.insert("flaps".into(), flaps);
         }
-        if !self.bridge.is_null() {
-            let _ = writeln!(out, "  bridge             {}", self.bridge);
-        }
-        out
+        value
+    }
+
+    /// Sessions lost (any end but a shutdown) in the last hour and the last
+    /// day before `now_ms`.
+    pub fn flaps(&self, now_ms: u64) -> [FlapCount; 2] {
+        const HOUR_MS: u64 = 3_600_000;
+        [HOUR_MS, 24 * HOUR_MS]
+            .map(|window| self.sessions.flaps_since(now_ms.saturating_sub(window)))
     }
 }
 
@@ -219,9 +173,21 @@ mod tests {
     #[test]
     fn renders_readably() {
         let (s, now) = snapshot(1000, 41_250);
-        let text = s.render(now);
+        let text = s.render(now, Charset::Ascii);
         assert!(text.contains("healthy"), "{text}");
-        assert!(text.contains("last heartbeat ACK 1.0 s ago"), "{text}");
+        assert!(text.contains("last heartbeat ACK  1.0 s ago"), "{text}");
+    }
+
+    #[test]
+    fn the_json_report_adds_the_verdicts() {
+        let (s, now) = snapshot(1000, 41_250);
+        let json = s.report_json(now);
+        assert_eq!(json["healthy"], true);
+        assert_eq!(json["checked_unix_ms"], now);
+        assert_eq!(json["flaps"]["last_day"]["count"], 0);
+        assert_eq!(json["sessions"], serde_json::json!([]));
+        let (s, now) = snapshot(100_000, 41_250);
+        assert_eq!(s.report_json(now)["healthy"], false);
     }
 
     #[test]

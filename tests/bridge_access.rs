@@ -3,37 +3,32 @@
 // Tests may block (std::fs, std::process); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use smolcord::bridge::pairing::PairingFile;
 use smolcord::bridge::{AccessFile, PairingRules};
 use smolcord::protocol::{Intents, Snowflake};
 use std::time::Duration;
+use support::binary::Smolcord;
+use support::bridge::*;
+use support::wait::*;
 
 const T: Duration = Duration::from_secs(10);
 
 /// Runs `smolcord pair CODE` against the rig's state dir (hermetic env).
 async fn pair_cli(rig: &Rig, code: &str) -> (i32, String) {
-    let exe = env!("CARGO_BIN_EXE_smolcord").to_owned();
-    let state = rig.state().to_path_buf();
+    let state = rig.state().display().to_string();
     let code = code.to_owned();
-    let out = blocking::unblock(move || {
-        std::process::Command::new(exe)
-            .args(["pair", &code])
-            .env_clear()
-            .env("SMOLCORD_STATE_DIR", state)
-            .env("RUST_LOG", "warn")
-            .output()
-            .expect("run smolcord pair")
+    blocking::unblock(move || {
+        let mut pair = Smolcord::spawn(
+            &["pair", &code],
+            [("SMOLCORD_STATE_DIR", state.as_str()), ("RUST_LOG", "warn")],
+        );
+        let status = pair.wait(Duration::from_secs(20));
+        let text = format!("{}{}", pair.stdout(), pair.stderr());
+        (status.code().unwrap_or(-1), text)
     })
-    .await;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    .await
 }
 
 fn code_in(text: &str) -> String {

@@ -5,13 +5,14 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // tests write files directly
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use smolcord::bridge::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS};
 use smolcord::protocol::Snowflake;
 use smolcord::recorder::JournalEntry;
 use std::time::Duration;
+use support::bridge::*;
+use support::wait::*;
 
 const T: Duration = Duration::from_secs(15);
 

@@ -4,12 +4,13 @@
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use smolcord::protocol::Snowflake;
 use smolcord::sim::{RestFault, RestFaultKind};
 use std::time::{Duration, Instant};
+use support::bridge::*;
+use support::wait::*;
 
 const T: Duration = Duration::from_secs(10);
 

@@ -2,12 +2,12 @@
 //! has several 2 s transcriptions and agent runs in flight (issue 6).
 #![cfg(feature = "sim")]
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use smolcord::bridge::Tunables;
 use smolcord::sim::SimConfig;
 use std::time::Duration;
+use support::bridge::*;
 
 const INTERVAL_MS: u64 = 300;
 

@@ -5,12 +5,13 @@
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use smolcord::bridge::{BridgeOutcome, PLACEHOLDER};
 use smolcord::sim::{next_matching, RestFault, RestFaultKind, SimEvent};
 use std::time::{Duration, Instant};
+use support::bridge::*;
+use support::wait::*;
 
 const T: Duration = Duration::from_secs(10);
 

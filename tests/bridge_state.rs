@@ -4,13 +4,14 @@
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use smolcord::bridge::BridgeOutcome;
 use smolcord::protocol::Intents;
 use smolcord::sim::{SimEvent, SimGuild};
 use std::time::Duration;
+use support::bridge::*;
+use support::wait::*;
 
 const T: Duration = Duration::from_secs(10);
 

@@ -5,23 +5,21 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // a test may wait on a child process
 
-use rustix::process::{kill_process, Pid, Signal};
+mod support;
+
+use rustix::process::{kill_process, Signal};
 use smolcord::sim::{RestFault, RestFaultKind, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
+use support::binary::Smolcord;
+use support::wait::{sim_saw, wait_until_blocking};
 
 const BOUND: Duration = Duration::from_secs(20);
 const ALICE: u64 = 42;
 
-/// A running `smolcord run` and its stderr, line by line.
-struct Bot {
-    child: Child,
-    lines: Receiver<String>,
-    seen: Vec<String>,
-}
+/// A running `smolcord run`.
+struct Bot(Smolcord);
 
 impl Bot {
     fn start(sim: &Simulator, api_base: &str, state: &Path, agent: Option<&str>) -> Bot {
@@ -30,75 +28,36 @@ impl Bot {
             config["agent_cmd"] = serde_json::json!(["/bin/sh", "-c", script]);
         }
         std::fs::write(state.join("config.json"), config.to_string()).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_smolcord"))
-            .arg("run")
-            .env_clear()
-            .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
-            .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
-            .env("SMOLCORD_API_BASE", api_base)
-            .env("SMOLCORD_STATE_DIR", state)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("smolcord run starts");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Bot {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
+        Bot(Smolcord::spawn(
+            &["run"],
+            [
+                ("DISCORD_TOKEN", DEFAULT_SIM_TOKEN.to_owned()),
+                ("SMOLCORD_GATEWAY_URL", sim.gateway_url()),
+                ("SMOLCORD_API_BASE", api_base.to_owned()),
+                ("SMOLCORD_STATE_DIR", state.display().to_string()),
+                ("RUST_LOG", "info".to_owned()),
+            ],
+        ))
     }
 
     /// Waits for a stderr line containing `needle`.
     fn wait_line(&mut self, needle: &str) {
-        let deadline = Instant::now() + BOUND;
-        loop {
-            if self.seen.iter().any(|l| l.contains(needle)) {
-                return;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!("no line with {needle:?} within {BOUND:?}: {:#?}", self.seen),
-            }
-        }
+        self.0.wait_for_stderr(needle, BOUND);
     }
 
     fn signal(&self, signal: Signal) {
-        kill_process(Pid::from_child(&self.child), signal).expect("kill");
+        kill_process(self.0.pid(), signal).expect("kill");
     }
 
     /// The exit status (within `BOUND`) and all of stderr.
     fn exit(mut self) -> (ExitStatus, String) {
-        let deadline = Instant::now() + BOUND;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("smolcord run did not exit within {BOUND:?}");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        // The reader thread ends at EOF, once the process is gone.
-        self.seen.extend(self.lines.iter());
-        (status, self.seen.join("\n"))
+        let status = self.0.wait(BOUND);
+        (status, self.0.stderr())
     }
 }
 
 fn wait_sim(sim: &Simulator, what: &str, pred: impl FnMut(&SimEvent) -> bool) {
-    smol::block_on(sim.wait_for(BOUND, pred))
-        .unwrap_or_else(|| panic!("the simulator never saw {what}"));
+    sim_saw(sim, what, BOUND, pred);
 }
 
 /// A bot whose agent is busy (for 30 s) with one of Alice's messages, so a
@@ -111,11 +70,9 @@ fn busy_bot(sim: &Simulator, state: &Path) -> Bot {
         matches!(e, SimEvent::Identified { .. })
     });
     sim.send_dm(ALICE, "alice", "a long job");
-    let deadline = Instant::now() + BOUND;
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_blocking("the agent to start", BOUND, || {
+        started.exists().then_some(())
+    });
     bot
 }
 

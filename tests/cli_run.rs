@@ -4,48 +4,30 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // a test may wait on a child process
 
+mod support;
+
 use smolcord::sim::{SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::binary::Smolcord;
+use support::wait::{sim_saw, wait_until_blocking};
 
 const BOUND: Duration = Duration::from_secs(20);
 
-fn start(sim: &Simulator, state: &Path, token: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_smolcord"))
-        .arg("run")
-        .env_clear()
-        .env("DISCORD_TOKEN", token)
-        .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
-        .env("SMOLCORD_API_BASE", sim.api_base())
-        .env("SMOLCORD_STATE_DIR", state)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("smolcord run starts")
-}
-
-fn exit_within(child: &mut Child, bound: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + bound;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("smolcord run did not exit within {bound:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn stderr_of(child: Child) -> String {
-    String::from_utf8_lossy(&child.wait_with_output().expect("output").stderr).into_owned()
+fn start(sim: &Simulator, state: &Path, token: &str) -> Smolcord {
+    Smolcord::spawn(
+        &["run"],
+        [
+            ("DISCORD_TOKEN", token.to_owned()),
+            ("SMOLCORD_GATEWAY_URL", sim.gateway_url()),
+            ("SMOLCORD_API_BASE", sim.api_base()),
+            ("SMOLCORD_STATE_DIR", state.display().to_string()),
+        ],
+    )
 }
 
 fn wait_sim(sim: &Simulator, what: &str, pred: impl FnMut(&SimEvent) -> bool) {
-    smol::block_on(sim.wait_for(BOUND, pred))
-        .unwrap_or_else(|| panic!("the simulator never saw {what}"));
+    sim_saw(sim, what, BOUND, pred);
 }
 
 #[test]
@@ -53,8 +35,8 @@ fn a_rejected_token_exits_non_zero_naming_the_code_and_the_fix() {
     let sim = Simulator::start(SimConfig::default()).unwrap();
     let state = tempfile::tempdir().unwrap();
     let mut child = start(&sim, state.path(), "not-the-right-token");
-    let status = exit_within(&mut child, BOUND);
-    let stderr = stderr_of(child);
+    let status = child.wait(BOUND);
+    let stderr = child.stderr();
     assert_eq!(status.code(), Some(78), "{stderr}");
     // The gateway's 4004 or the start-up REST check's 401, whichever
     // comes first: the same words either way.
@@ -84,10 +66,9 @@ fn sigterm_saves_the_session_and_the_next_start_resumes() {
         "the bot answering",
         |e| matches!(e, SimEvent::Rest { method, path, .. } if method == "POST" && path.ends_with("/messages")),
     );
-    let pid = rustix::process::Pid::from_child(&first);
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-    let status = exit_within(&mut first, BOUND);
-    assert!(status.success(), "{}", stderr_of(first));
+    first.terminate();
+    let status = first.wait(BOUND);
+    assert!(status.success(), "{}", first.stderr());
     wait_sim(&sim, "a resumable close", |e| {
         matches!(
             e,
@@ -106,9 +87,8 @@ fn sigterm_saves_the_session_and_the_next_start_resumes() {
         1,
         "the restart identified again"
     );
-    let pid = rustix::process::Pid::from_child(&second);
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-    assert!(exit_within(&mut second, BOUND).success());
+    second.terminate();
+    assert!(second.wait(BOUND).success());
 }
 
 #[test]
@@ -125,20 +105,13 @@ fn the_agent_never_sees_the_token() {
         matches!(e, SimEvent::Identified { .. })
     });
     let (_, channel) = sim.send_dm(42, "alice", "what do you see?");
-    let deadline = Instant::now() + BOUND;
-    let reply = loop {
-        if let Some(message) = sim
-            .messages_in(channel)
+    let reply = wait_until_blocking("the agent's reply", BOUND, || {
+        sim.messages_in(channel)
             .into_iter()
             .find(|m| m.content.starts_with("token="))
-        {
-            break message.content;
-        }
-        assert!(Instant::now() < deadline, "no agent reply");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+            .map(|m| m.content)
+    });
     assert_eq!(reply.trim(), "token=unset");
-    let pid = rustix::process::Pid::from_child(&child);
-    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
-    assert!(exit_within(&mut child, BOUND).success());
+    child.terminate();
+    assert!(child.wait(BOUND).success());
 }

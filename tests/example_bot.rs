@@ -4,10 +4,14 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // waits on a child process
 
+mod support;
+
 use smolcord::sim::{SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+use support::binary::Smolcord;
+use support::wait::{sim_saw, wait_until_blocking};
 
 const BOUND: Duration = Duration::from_secs(20);
 
@@ -29,43 +33,35 @@ fn the_reference_bot_runs_two_shards_answers_and_stops_cleanly() {
         ..SimConfig::default()
     })
     .expect("simulator starts");
-    let mut bot = Command::new(example("bot"))
+    let mut command = Command::new(example("bot"));
+    command
         .env_clear()
         .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
         .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
         .env("SMOLCORD_API_BASE", sim.api_base())
-        .env("SMOLCORD_SHARDS", "auto")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the example bot starts (cargo test builds examples)");
+        .env("SMOLCORD_SHARDS", "auto");
+    let mut bot = Smolcord::start(command);
 
     let ready = |shard: u32| move |e: &SimEvent| matches!(e, SimEvent::Identified { identify, .. } if identify.shard == Some([shard, 2]));
     for shard in 0..2 {
-        smol::block_on(sim.wait_for(BOUND, ready(shard)))
-            .unwrap_or_else(|| panic!("shard {shard} never identified"));
+        sim_saw(
+            &sim,
+            &format!("shard {shard} identify"),
+            BOUND,
+            ready(shard),
+        );
     }
     let (_, channel) = sim.send_dm(4242, "pinger", "!ping");
-    let deadline = Instant::now() + BOUND;
-    while !sim.messages_in(channel).iter().any(|m| m.content == "pong") {
-        assert!(Instant::now() < deadline, "no pong in the DM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until_blocking("a pong in the DM", BOUND, || {
+        sim.messages_in(channel)
+            .iter()
+            .any(|m| m.content == "pong")
+            .then_some(())
+    });
 
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&bot),
-        rustix::process::Signal::TERM,
-    )
-    .expect("SIGTERM");
-    let deadline = Instant::now() + BOUND;
-    let status = loop {
-        if let Some(status) = bot.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the bot did not stop");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stderr = String::from_utf8_lossy(&bot.wait_with_output().unwrap().stderr).into_owned();
+    bot.terminate();
+    let status = bot.wait(BOUND);
+    let stderr = bot.stderr();
     assert!(status.success(), "{status}: {stderr}");
     assert!(stderr.contains("running shards 0..=1 of 2"), "{stderr}");
     // Both shards closed with a resumable code.

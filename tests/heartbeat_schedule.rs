@@ -4,13 +4,15 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // tests block the loop on purpose
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::heartbeat::BeatRecord;
 use smolcord::shard::{ShardEvent, ShardHandle};
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator};
 use std::time::{Duration, Instant};
+use support::logs::captured;
+use support::shard::*;
+use support::wait::*;
 
 fn sim_with(interval_ms: u64, grace: f64) -> Simulator {
     Simulator::start(SimConfig {
@@ -100,7 +102,7 @@ fn a_zombie_is_detected_within_two_intervals_and_resumed() {
         let start = Instant::now();
         sim.fault(Fault::DropAcks(1));
         let SimEvent::ClientClosed { code, .. } =
-            wait_sim(&rx, "the client closing the zombie", |e| {
+            next_sim_event(&rx, "the client closing the zombie", |e| {
                 matches!(e, SimEvent::ClientClosed { .. })
             })
             .await
@@ -187,7 +189,7 @@ fn a_blocking_task_makes_beats_late_and_is_named() {
         assert!(lateness >= Duration::from_millis(150), "{lateness:?}");
         let stalls = smolcord::loopwatch::stalls();
         assert!(stalls["named-blocker"].worst_ms >= 450.0, "{stalls:?}");
-        let logs = logs();
+        let logs = captured();
         assert!(
             logs.iter().any(|line| line.contains("heartbeat sent")
                 && line.contains("late")
@@ -214,7 +216,7 @@ fn a_peer_that_stopped_reading_is_left_within_the_close_bound() {
         let start = Instant::now();
         // The peer stops reading: no ACKs, and no answer to our close frame.
         sim.fault(Fault::Stall(Duration::from_secs(30)));
-        wait_sim(
+        next_sim_event(
             &rx,
             "a second connection",
             |e| matches!(e, SimEvent::Connected { conn, .. } if *conn > 1),

@@ -6,13 +6,14 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // the BEFORE half blocks on purpose
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::offload::{self, CommandSpec};
 use smolcord::shard::ShardEvent;
 use smolcord::sim::{SimConfig, Simulator};
 use std::time::Duration;
+use support::shard::*;
+use support::wait::*;
 
 const INTERVAL_MS: u64 = 200;
 
@@ -74,14 +75,16 @@ fn after_offloaded_work_leaves_the_heartbeat_on_schedule() {
         assert!(output.success() && output.duration >= Duration::from_millis(1400));
         beats(&handle, 2).await;
         let worst = worst_gap_after(&sim, before);
+        // Inline, the same work opens a gap of ≥ 1.4 s (the test below);
+        // the bound leaves a loaded CI core room (tight figures: offload_bench).
         assert!(
-            worst < INTERVAL_MS as f64 * 1.25,
+            worst < INTERVAL_MS as f64 * 2.0,
             "AFTER: a {worst:.0} ms gap while work was offloaded"
         );
         let lateness = handle.status().heartbeat.lifetime.lateness;
         let p99 = lateness.quantile(0.99).expect("beats");
         assert!(
-            p99 <= Duration::from_millis(50),
+            p99 <= Duration::from_millis(150),
             "AFTER: lateness p99 {p99:?}"
         );
     });

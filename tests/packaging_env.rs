@@ -7,17 +7,18 @@
 //! checked by `scripts/cross-check.sh`, which builds it.)
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod packaging_common;
+mod support;
 
-use packaging_common::{assert_no_panic, running_as_root, smolcord, state_dir, text, NOBODY};
 use smolcord::status::{self, StatusSnapshot};
 use std::fs::Permissions;
 use std::os::unix::fs::{chown, PermissionsExt};
 use std::time::{Duration, Instant};
+use support::image::{assert_no_panic, running_as_root, text, Image, NOBODY};
 
 #[test]
 fn help_runs_with_an_empty_environment() {
-    let output = smolcord(&["--help"], &[]);
+    let image = Image::new();
+    let output = image.run(&["--help"], &[]);
     assert_no_panic(&output);
     assert!(output.status.success(), "--help: {:?}", output.status);
     let stdout = text(&output.stdout);
@@ -30,8 +31,9 @@ fn help_runs_with_an_empty_environment() {
 
 #[test]
 fn status_without_any_state_dir_says_which_variable_to_set() {
+    let image = Image::new();
     // No SMOLCORD_STATE_DIR, XDG_STATE_HOME or HOME: a clear error, exit 1.
-    let output = smolcord(&["status"], &[]);
+    let output = image.run(&["status"], &[]);
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(1), "status: {:?}", output.status);
     let stderr = text(&output.stderr);
@@ -43,11 +45,12 @@ fn status_without_any_state_dir_says_which_variable_to_set() {
 
 #[test]
 fn healthcheck_as_nobody_follows_the_status_file() {
-    let dir = state_dir();
+    let image = Image::new();
+    let dir = image.state_dir();
     let env = [("SMOLCORD_STATE_DIR", dir.path())];
 
     // Nothing written yet (container just started): unhealthy, no crash.
-    let output = smolcord(&["status"], &env);
+    let output = image.run(&["status"], &env);
     assert_no_panic(&output);
     assert_eq!(
         output.status.code(),
@@ -72,11 +75,11 @@ fn healthcheck_as_nobody_follows_the_status_file() {
         ..StatusSnapshot::default()
     };
     smol::block_on(status::write(dir.path(), &snapshot)).expect("write status.json");
-    if running_as_root() {
+    if image.as_nobody() {
         chown(status::path(dir.path()), Some(NOBODY), Some(NOBODY)).expect("chown status.json");
     }
     let started = Instant::now();
-    let output = smolcord(&["status"], &env);
+    let output = image.run(&["status"], &env);
     assert_no_panic(&output);
     assert_eq!(
         output.status.code(),
@@ -99,7 +102,7 @@ fn healthcheck_as_nobody_follows_the_status_file() {
         ..snapshot
     };
     smol::block_on(status::write(dir.path(), &stale)).expect("rewrite status.json");
-    let output = smolcord(&["status"], &env);
+    let output = image.run(&["status"], &env);
     assert_no_panic(&output);
     assert_eq!(
         output.status.code(),
@@ -111,11 +114,12 @@ fn healthcheck_as_nobody_follows_the_status_file() {
 
 #[test]
 fn status_in_a_state_dir_it_cannot_read_fails_naming_the_path() {
+    let image = Image::new();
     // A 0700 dir that nobody does not own (a bind mount left owned by root:
     // the image's documented pitfall). As root, this also proves the uid
     // was really dropped: root would read it.
-    if !running_as_root() {
-        eprintln!("not root: cannot test as another uid; skipped");
+    if !image.as_nobody() {
+        eprintln!("not running the binary as another uid; skipped");
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -127,12 +131,57 @@ fn status_in_a_state_dir_it_cannot_read_fails_naming_the_path() {
         ..StatusSnapshot::default()
     };
     smol::block_on(status::write(dir.path(), &snapshot)).expect("write status.json");
-    let output = smolcord(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
+    let output = image.run(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
     assert_no_panic(&output);
     assert_eq!(output.status.code(), Some(1), "status: {:?}", output.status);
     let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(
         said.contains(&dir.path().display().to_string()),
         "the error should name the state dir or file: {said}"
+    );
+}
+
+#[test]
+fn a_binary_in_a_private_home_still_runs_as_nobody() {
+    // A clone in root's home (0700) run as root: uid 65534 cannot reach
+    // target/, so the tests must run a copy it can reach.
+    if !running_as_root() {
+        eprintln!("not root: no uid switch to test; skipped");
+        return;
+    }
+    let home = tempfile::tempdir().expect("temp dir");
+    let private = home.path().join("root");
+    std::fs::create_dir(&private).expect("mkdir");
+    std::fs::set_permissions(&private, Permissions::from_mode(0o700)).expect("chmod 0700");
+    let binary = private.join("smolcord");
+    std::fs::copy(env!("CARGO_BIN_EXE_smolcord"), &binary).expect("copy the binary");
+
+    let image = Image::of(&binary);
+    assert!(
+        image.as_nobody(),
+        "a reachable temp dir exists: run as nobody"
+    );
+    let output = image.run(&["--help"], &[]);
+    assert_no_panic(&output);
+    assert!(output.status.success(), "--help: {:?}", output.status);
+    // Really as nobody: a healthy status in a root-only dir is unreadable
+    // to it (root would say healthy and exit 0).
+    let root_only = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(root_only.path(), Permissions::from_mode(0o700)).expect("chmod");
+    let now = status::now_unix_ms();
+    let healthy = StatusSnapshot {
+        written_unix_ms: now,
+        connected: true,
+        heartbeat_interval_ms: Some(41_250),
+        last_ack_unix_ms: Some(now),
+        ..StatusSnapshot::default()
+    };
+    smol::block_on(status::write(root_only.path(), &healthy)).expect("write status.json");
+    let output = image.run(&["status"], &[("SMOLCORD_STATE_DIR", root_only.path())]);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "status: {}",
+        text(&output.stderr)
     );
 }

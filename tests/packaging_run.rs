@@ -6,48 +6,12 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
-mod packaging_common;
+mod support;
 
-use packaging_common::{assert_no_panic, running_as_root, smolcord, state_dir, text, NOBODY};
 use smolcord::sim::{next_matching, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-
-/// Kills the child on every way out of the test.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Running {
-    /// Its exit within `bound` (std has no wait with a timeout).
-    fn exit_within(&mut self, bound: Duration) -> Option<ExitStatus> {
-        let started = Instant::now();
-        while started.elapsed() < bound {
-            if let Ok(Some(status)) = self.0.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    /// Its stderr so far, for a failure message (kills it first).
-    fn stderr(mut self) -> String {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        let mut err = String::new();
-        if let Some(mut pipe) = self.0.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
-        }
-        err
-    }
-}
+use support::binary::Smolcord;
+use support::image::{assert_no_panic, text, Image};
 
 #[test]
 fn run_with_only_its_variables_as_nobody_connects_is_healthy_and_stops_on_sigterm() {
@@ -57,23 +21,15 @@ fn run_with_only_its_variables_as_nobody_connects_is_healthy_and_stops_on_sigter
         ..SimConfig::default()
     })
     .expect("start the simulator");
-    let dir = state_dir();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_smolcord"));
+    let image = Image::new();
+    let dir = image.state_dir();
+    let mut command = image.command(&["run"]);
     command
-        .arg("run")
-        .env_clear()
         .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
         .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
         .env("SMOLCORD_API_BASE", sim.api_base())
-        .env("SMOLCORD_STATE_DIR", dir.path())
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if running_as_root() {
-        command.uid(NOBODY).gid(NOBODY);
-    }
-    let mut child = Running(command.spawn().expect("spawn smolcord run"));
+        .env("SMOLCORD_STATE_DIR", dir.path());
+    let mut child = Smolcord::start(command);
 
     // READY, then two heartbeats on that connection.
     let conn = match smol::block_on(sim.wait_for(Duration::from_secs(30), |e| {
@@ -104,7 +60,7 @@ fn run_with_only_its_variables_as_nobody_connects_is_healthy_and_stops_on_sigter
     // within a beat or two.
     let started = Instant::now();
     let healthy = loop {
-        let output = smolcord(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
+        let output = image.run(&["status"], &[("SMOLCORD_STATE_DIR", dir.path())]);
         assert_no_panic(&output);
         if output.status.success() {
             break Ok(());
@@ -122,17 +78,9 @@ fn run_with_only_its_variables_as_nobody_connects_is_healthy_and_stops_on_sigter
     }
 
     // SIGTERM: drain (at most 2 s) and exit 0.
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child.0),
-        rustix::process::Signal::TERM,
-    )
-    .expect("send SIGTERM");
-    let status = child.exit_within(Duration::from_secs(5));
-    assert_eq!(
-        status.and_then(|s| s.code()),
-        Some(0),
-        "exit after SIGTERM: {status:?} (None: still running after 5 s)"
-    );
+    child.terminate();
+    let status = child.wait(Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0), "exit after SIGTERM: {status:?}");
     // It closed the gateway itself (a resumable close, not a dropped TCP).
     let closed = smol::block_on(sim.wait_for(
         Duration::from_secs(5),

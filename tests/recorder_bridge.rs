@@ -3,13 +3,12 @@
 //! disabled (issue 7's response-path rule, through the real bridge).
 #![cfg(feature = "sim")]
 
-mod bridge_support;
-mod recorder_common;
+mod support;
 
-use bridge_support::*;
-use recorder_common::{SinkEvent, StallSink};
 use smolcord::recorder::{journal_path, Recorder, RecorderConfig};
 use std::time::{Duration, Instant};
+use support::bridge::*;
+use support::recorder::{SinkEvent, StallSink};
 
 const MESSAGES: usize = 8;
 

@@ -2,19 +2,19 @@
 //! and drop 8, each drop warned about by kind only; when the stall clears
 //! all 32 land and the next failure is admitted again.
 
-mod recorder_common;
+mod support;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use recorder_common::{
-    failure, place, serial_with_log, wait_until, warnings_with, SinkEvent, StallSink, KINDS,
-};
 use smolcord::recorder::{read_journal, Admission, Recorder, RecorderConfig};
+use support::logs::{serial, warnings_with};
+use support::recorder::{failure, place, SinkEvent, StallSink, KINDS};
+use support::wait::wait_until;
 
 #[test]
 fn forty_failures_on_a_stalled_journal_admit_32_drop_8_with_kind_only_warnings() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("failures.jsonl");
     let sink = StallSink::new(&path);
@@ -64,7 +64,7 @@ fn forty_failures_on_a_stalled_journal_admit_32_drop_8_with_kind_only_warnings()
         }
 
         wait_until("32 stalled appends", Duration::from_secs(10), || {
-            sink.count(SinkEvent::AppendStarted) == 32
+            (sink.count(SinkEvent::AppendStarted) == 32).then_some(())
         })
         .await;
         assert_eq!(recorder.in_flight(), 32);

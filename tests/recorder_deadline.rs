@@ -2,19 +2,19 @@
 //! while its fsync is stalled, the record says so but keeps its capacity
 //! slot until the fsync really returns.
 
-mod recorder_common;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
-use recorder_common::{
-    failure, place, serial_with_log, wait_until, warnings_with, SinkEvent, StallSink,
-};
 use smolcord::recorder::{read_journal, Admission, FailureKind, Recorder, RecorderConfig};
+use support::logs::{serial, warnings_with};
+use support::recorder::{failure, place, SinkEvent, StallSink};
+use support::wait::wait_until;
 
 #[test]
 fn a_record_past_its_deadline_keeps_its_slot_until_its_fsync_returns() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("failures.jsonl");
     let sink = StallSink::new(&path);
@@ -31,7 +31,7 @@ fn a_record_past_its_deadline_keeps_its_slot_until_its_fsync_returns() {
             Admission::Admitted
         );
         wait_until("the deadline warning", Duration::from_secs(5), || {
-            !warnings_with("passed its 300ms deadline").is_empty()
+            (!warnings_with("passed its 300ms deadline").is_empty()).then_some(())
         })
         .await;
         let fired_after = admitted_at.elapsed();
@@ -82,7 +82,7 @@ fn a_record_past_its_deadline_keeps_its_slot_until_its_fsync_returns() {
 
 #[test]
 fn an_operation_limit_fires_inside_the_deadline_and_still_holds_the_slot() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("failures.jsonl");
     let sink = StallSink::new(&path);
@@ -100,7 +100,7 @@ fn an_operation_limit_fires_inside_the_deadline_and_still_holds_the_slot() {
         wait_until(
             "the operation-limit warning",
             Duration::from_secs(5),
-            || !warnings_with("passed its 100ms limit").is_empty(),
+            || (!warnings_with("passed its 100ms limit").is_empty()).then_some(()),
         )
         .await;
         let fired_after = admitted_at.elapsed();

@@ -4,15 +4,15 @@
 // Tests may block: they write and inspect the files with std::fs directly.
 #![allow(clippy::disallowed_methods)]
 
-mod recorder_common;
+mod support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use recorder_common::{failure, place};
 use smolcord::recorder::{read_journal, Admission, FailureKind, Recorder, RecorderConfig};
+use support::recorder::{failure, place};
 
 fn record_and_settle(recorder: &Recorder, kind: FailureKind, n: usize) {
     assert_eq!(recorder.record(failure(kind, n)), Admission::Admitted);

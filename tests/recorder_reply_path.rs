@@ -4,12 +4,14 @@
 //! The end-to-end variant (the bridge's reply as the simulator's REST side
 //! sees it) belongs with the bridge and is added when it is merged.
 
-mod recorder_common;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use recorder_common::{failure, serial_with_log, wait_until, SinkEvent, StallSink};
 use smolcord::recorder::{read_journal, Admission, FailureKind, Recorder, RecorderConfig};
+use support::logs::serial;
+use support::recorder::{failure, SinkEvent, StallSink};
+use support::wait::wait_until;
 
 const CALLS: usize = 100;
 
@@ -51,7 +53,7 @@ fn summary(times: &[Duration]) -> String {
 
 #[test]
 fn a_stalled_journal_does_not_delay_the_reply_path() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("failures.jsonl");
     let sink = StallSink::new(&path);
@@ -76,7 +78,7 @@ fn a_stalled_journal_does_not_delay_the_reply_path() {
 
     smol::block_on(async {
         wait_until("every append stalled", Duration::from_secs(10), || {
-            sink.count(SinkEvent::AppendStarted) == CALLS
+            (sink.count(SinkEvent::AppendStarted) == CALLS).then_some(())
         })
         .await;
         assert_eq!(

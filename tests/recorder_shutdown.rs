@@ -2,20 +2,20 @@
 //! unfinished count is reported, and the journal is closed only after the
 //! drain — never before.
 
-mod recorder_common;
+mod support;
 
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
 use futures_lite::future;
-use recorder_common::{
-    failure, place, serial_with_log, wait_until, warnings, warnings_with, SinkEvent, StallSink,
-};
 use smolcord::recorder::{read_journal, Admission, FailureKind, Recorder, RecorderConfig};
+use support::logs::{serial, warnings, warnings_with};
+use support::recorder::{failure, place, SinkEvent, StallSink};
+use support::wait::wait_until;
 
 #[test]
 fn shutdown_with_stalled_records_closes_admission_drains_for_the_bound_then_closes() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("failures.jsonl");
     let sink = StallSink::new(&path);
@@ -29,7 +29,7 @@ fn shutdown_with_stalled_records_closes_admission_drains_for_the_bound_then_clos
             );
         }
         wait_until("5 stalled appends", Duration::from_secs(5), || {
-            sink.count(SinkEvent::AppendStarted) == 5
+            (sink.count(SinkEvent::AppendStarted) == 5).then_some(())
         })
         .await;
 
@@ -83,7 +83,7 @@ fn shutdown_with_stalled_records_closes_admission_drains_for_the_bound_then_clos
 
 #[test]
 fn shutdown_waits_for_records_that_finish_within_the_bound_and_closes_after_them() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("failures.jsonl");
     let sink = StallSink::new(&path);
@@ -97,7 +97,7 @@ fn shutdown_waits_for_records_that_finish_within_the_bound_and_closes_after_them
             );
         }
         wait_until("3 stalled appends", Duration::from_secs(5), || {
-            sink.count(SinkEvent::AppendStarted) == 3
+            (sink.count(SinkEvent::AppendStarted) == 3).then_some(())
         })
         .await;
 
@@ -132,7 +132,7 @@ fn shutdown_waits_for_records_that_finish_within_the_bound_and_closes_after_them
 
 #[test]
 fn the_real_journal_keeps_what_was_admitted_before_shutdown_and_nothing_after() {
-    let _serial = serial_with_log();
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let recorder = Recorder::new(RecorderConfig::in_state_dir(dir.path().join("state")));
 

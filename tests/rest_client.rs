@@ -394,6 +394,11 @@ fn download_streams_to_file_without_authorization() {
             let written = rest.download(&url, 200_000, &dest).await.unwrap();
             assert_eq!(written, payload.len() as u64);
             assert_eq!(std::fs::read(&dest).unwrap(), payload);
+            // A voice note is private: only we may read it, whatever the umask.
+            let mode = std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(&dest).unwrap().permissions(),
+            );
+            assert_eq!(mode & 0o777, 0o600, "{name} has mode {mode:o}");
         }
         for request in server.requests() {
             assert_eq!(

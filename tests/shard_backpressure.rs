@@ -5,13 +5,14 @@
 #![cfg(feature = "sim")]
 #![allow(clippy::disallowed_methods)] // reads /proc/self/status
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::protocol::Message;
 use smolcord::shard::ShardEvent;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, FLOOD_USER_ID};
 use std::time::{Duration, Instant};
+use support::shard::*;
+use support::wait::*;
 
 fn sim_beating(interval_ms: u64) -> Simulator {
     Simulator::start(SimConfig {
@@ -111,7 +112,7 @@ fn a_peer_that_floods_pings_and_stops_reading_is_left_and_resumed() {
         // and nothing of ours is read any more.
         sim.fault(Fault::Stall(Duration::from_secs(60)));
         sim.fault(Fault::PingFlood(50_000_000));
-        wait_sim(
+        next_sim_event(
             &rx,
             "a second connection",
             |e| matches!(e, SimEvent::Connected { conn, .. } if *conn > 1),
@@ -119,9 +120,10 @@ fn a_peer_that_floods_pings_and_stops_reading_is_left_and_resumed() {
         .await;
         let took = start.elapsed();
         // The zombie bound: two intervals of silence while the peer keeps
-        // sending, then the close bound and a short backoff.
+        // sending, then the close bound and a short backoff — well under a
+        // second here; stuck, it would be the whole 60 s stall.
         assert!(
-            took < Duration::from_millis(2 * INTERVAL_MS + 300 + 1500),
+            took < Duration::from_secs(5),
             "left the flooding peer only after {took:?}"
         );
         wait_dispatch(&handle, "RESUMED").await;
@@ -140,7 +142,7 @@ fn a_ping_flood_then_silence_is_a_zombie_not_a_hang() {
         let start = Instant::now();
         sim.fault(Fault::Stall(Duration::from_secs(60)));
         sim.fault(Fault::PingFlood(100_000));
-        wait_sim(
+        next_sim_event(
             &rx,
             "a second connection",
             |e| matches!(e, SimEvent::Connected { conn, .. } if *conn > 1),
@@ -184,7 +186,7 @@ fn an_oversized_fragmented_message_is_refused() {
             "the refused message was buffered"
         );
         // The shard carries on: a new connection resumes the session.
-        wait_sim(
+        next_sim_event(
             &rx,
             "a second connection",
             |e| matches!(e, SimEvent::Connected { conn, .. } if *conn > 1),

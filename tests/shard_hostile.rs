@@ -4,11 +4,13 @@
 //! made again. And the handshake says who we are (User-Agent).
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator};
 use std::time::Duration;
+use support::logs::captured;
+use support::shard::*;
+use support::wait::*;
 
 #[test]
 fn a_hello_interval_of_5_ms_is_refused_not_obeyed() {
@@ -22,7 +24,7 @@ fn a_hello_interval_of_5_ms_is_refused_not_obeyed() {
     run_local(shard_config(&sim), |_handle, _| async move {
         // Refused and reconnected (with backoff), again and again.
         for conn in 2..=3 {
-            wait_sim(
+            next_sim_event(
                 &rx,
                 "another connection",
                 |e| matches!(e, SimEvent::Connected { conn: c, .. } if *c == conn),
@@ -35,7 +37,7 @@ fn a_hello_interval_of_5_ms_is_refused_not_obeyed() {
         assert_eq!(beats, 0, "obeyed a 5 ms interval");
         assert_eq!(identifies, 0, "identified on a connection it refused");
         assert!(
-            logs()
+            captured()
                 .iter()
                 .any(|l| l.contains("heartbeat every 5 ms; refusing it")),
             "no clear error in the log"
@@ -45,7 +47,7 @@ fn a_hello_interval_of_5_ms_is_refused_not_obeyed() {
 
 #[test]
 fn an_absurd_sequence_number_is_refused_and_later_dispatches_still_arrive() {
-    let sim = common::sim(1000);
+    let sim = support::shard::sim(1000);
     let rx = sim.subscribe();
     run_local(shard_config(&sim), |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
@@ -54,14 +56,14 @@ fn an_absurd_sequence_number_is_refused_and_later_dispatches_still_arrive() {
             u64::MAX
         )));
         // The connection is made again and the session resumed.
-        wait_sim(&rx, "a resume", |e| matches!(e, SimEvent::Resumed { .. })).await;
+        next_sim_event(&rx, "a resume", |e| matches!(e, SimEvent::Resumed { .. })).await;
         wait_dispatch(&handle, "RESUMED").await;
         // Obeyed, u64::MAX would make this look like a replay and drop it.
         sim.send_dm(42, "someone", "still here?");
         let dm = wait_dispatch(&handle, "MESSAGE_CREATE").await;
         let message: smolcord::protocol::Message = dm.data().unwrap();
         assert_eq!(message.content, "still here?");
-        assert!(logs()
+        assert!(captured()
             .iter()
             .any(|l| l.contains("refusing a jump of more than")));
     });
@@ -69,7 +71,7 @@ fn an_absurd_sequence_number_is_refused_and_later_dispatches_still_arrive() {
 
 #[test]
 fn the_gateway_handshake_names_us() {
-    let sim = common::sim(1000);
+    let sim = support::shard::sim(1000);
     run_local(shard_config(&sim), |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
         let agent = sim.stats().connections[0].user_agent.clone();

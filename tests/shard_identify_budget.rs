@@ -3,15 +3,17 @@
 //! says so loudly — while a resumable session still resumes for free.
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::rest::RestClient;
 use smolcord::shard::{GatewayInfo, Session};
 use smolcord::sim::{SessionStartLimit, SimConfig, SimEvent, Simulator};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::logs::captured;
+use support::shard::*;
+use support::wait::*;
 
 fn sim_with_budget(remaining: u32) -> Simulator {
     Simulator::start(SimConfig {
@@ -46,7 +48,7 @@ fn a_nearly_spent_budget_holds_the_identify_and_says_so() {
     run_local(config_asking_the_gateway(&sim), |_handle, _| async {
         let rx = sim.subscribe();
         // The guard asked the gateway for the budget ...
-        wait_sim(
+        next_sim_event(
             &rx,
             "GET /gateway/bot",
             |e| matches!(e, SimEvent::Rest { path, .. } if path.ends_with("/gateway/bot")),
@@ -61,7 +63,7 @@ fn a_nearly_spent_budget_holds_the_identify_and_says_so() {
             identified.is_none(),
             "identified with 3 left: {identified:?}"
         );
-        let logs = logs();
+        let logs = captured();
         assert!(
             logs.iter()
                 .any(|l| l.starts_with("ERROR")

@@ -2,13 +2,15 @@
 //! identify, resume, zombie, reconnect and a fatal close.
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::shard::ShardEvent;
 use smolcord::sim::{Fault, SimConfig, Simulator};
 use smolcord::token::Token;
 use std::time::Duration;
+use support::logs::captured;
+use support::shard::*;
+use support::wait::*;
 
 const SECRET: &str = "MTEwMDAw.secret-token.DoNotLogMe";
 
@@ -45,7 +47,7 @@ fn the_token_never_reaches_the_log() {
     });
     assert!(!config_debug.contains(SECRET), "{config_debug}");
     assert!(!errors.contains(SECRET), "{errors}");
-    let logs = logs();
+    let logs = captured();
     assert!(
         logs.len() > 10,
         "too few log lines to prove anything: {logs:?}"

@@ -1,14 +1,15 @@
 //! The shard against the simulator: identify, resume, reconnect, close codes.
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::protocol::{Intents, Message, OpCode};
 use smolcord::shard::{SessionState, ShardError, ShardEvent, ShardHandle};
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator};
 use smolcord::token::Token;
 use std::time::Duration;
+use support::shard::*;
+use support::wait::*;
 
 /// Injects `n` DMs and returns their contents.
 fn send_dms(sim: &Simulator, tag: &str, n: usize) -> Vec<String> {
@@ -39,7 +40,7 @@ fn identify_has_the_documented_shape_and_ready_sets_presence() {
     run_local(shard_config(&sim), |handle, _| async move {
         let ready = wait_dispatch(&handle, "READY").await;
         assert_eq!(ready.seq, 1);
-        let SimEvent::Identified { identify, .. } = wait_sim(&rx, "identify", |e| {
+        let SimEvent::Identified { identify, .. } = next_sim_event(&rx, "identify", |e| {
             matches!(e, SimEvent::Identified { .. })
         })
         .await
@@ -55,7 +56,7 @@ fn identify_has_the_documented_shape_and_ready_sets_presence() {
             Some("online")
         );
         // op 3 online after READY, so recovery is visible at once.
-        let SimEvent::CommandReceived { raw, .. } = wait_sim(&rx, "presence", |e| {
+        let SimEvent::CommandReceived { raw, .. } = next_sim_event(&rx, "presence", |e| {
             matches!(e, SimEvent::CommandReceived { op, .. } if *op == OpCode::PresenceUpdate.as_u8())
         })
         .await
@@ -83,20 +84,20 @@ fn heartbeats_carry_the_last_sequence_and_answer_op_1_at_once() {
         collect_messages(&handle, 3).await;
         let last = handle.status().state.session.expect("session").seq;
         assert!(last >= 4, "{last}");
-        wait_sim(
+        next_sim_event(
             &rx,
             "a beat with the last seq",
             |e| matches!(e, SimEvent::Heartbeat { seq, .. } if *seq == Some(last)),
         )
         .await;
         // op 1 from the server: a beat well before the next deadline.
-        wait_sim(&rx, "a scheduled beat", |e| {
+        next_sim_event(&rx, "a scheduled beat", |e| {
             matches!(e, SimEvent::Heartbeat { .. })
         })
         .await;
         let rx2 = sim.subscribe();
         assert_eq!(sim.fault(Fault::RequestHeartbeat), 1);
-        let SimEvent::Heartbeat { gap, .. } = wait_sim(&rx2, "the requested beat", |e| {
+        let SimEvent::Heartbeat { gap, .. } = next_sim_event(&rx2, "the requested beat", |e| {
             matches!(e, SimEvent::Heartbeat { .. })
         })
         .await
@@ -115,7 +116,7 @@ fn first_beat_is_jittered_within_one_interval() {
     let sim = sim(600);
     let rx = sim.subscribe();
     run_local(shard_config(&sim), |_handle, _| async move {
-        let SimEvent::Heartbeat { gap, .. } = wait_sim(&rx, "first beat", |e| {
+        let SimEvent::Heartbeat { gap, .. } = next_sim_event(&rx, "first beat", |e| {
             matches!(e, SimEvent::Heartbeat { .. })
         })
         .await
@@ -142,7 +143,7 @@ fn op_7_resumes_on_the_resume_url_with_nothing_lost_or_doubled() {
         assert_eq!(sim.fault(Fault::Reconnect), 1);
         // Sent while the client is between connections: must be replayed once.
         expected.extend(send_dms(&sim, "during", 3));
-        wait_sim(
+        next_sim_event(
             &rx,
             "a connection on /resume",
             |e| matches!(e, SimEvent::Connected { path, .. } if path == "/resume"),
@@ -150,7 +151,7 @@ fn op_7_resumes_on_the_resume_url_with_nothing_lost_or_doubled() {
         .await;
         let SimEvent::Resumed {
             session_id, seq, ..
-        } = wait_sim(&rx, "resume", |e| matches!(e, SimEvent::Resumed { .. })).await
+        } = next_sim_event(&rx, "resume", |e| matches!(e, SimEvent::Resumed { .. })).await
         else {
             unreachable!()
         };
@@ -197,7 +198,7 @@ fn invalid_session_true_resumes_false_identifies_afresh() {
         wait_dispatch(&handle, "READY").await;
         assert_eq!(handle.status().sessions_started, 2);
         assert_eq!(sim.stats().totals.identifies, 2);
-        wait_sim(
+        next_sim_event(
             &rx,
             "two identifies",
             |e| matches!(e, SimEvent::Identified { conn, .. } if *conn > 1),
@@ -362,7 +363,7 @@ fn queued_commands_never_starve_heartbeats_or_break_the_limit() {
         .detach();
         // Three beats in a row keep coming while the queue is full.
         for n in 0..3 {
-            wait_sim(&rx, &format!("beat {n} under load"), |e| {
+            next_sim_event(&rx, &format!("beat {n} under load"), |e| {
                 matches!(e, SimEvent::Heartbeat { .. })
             })
             .await;

@@ -5,9 +5,8 @@
 //! rate; a queue service that is down delays identifies, loudly.
 #![cfg(feature = "sim")]
 
-mod common;
+mod support;
 
-use common::*;
 use smolcord::rest::RestClient;
 use smolcord::shard::{
     GatewayInfo, RemoteIdentifyQueue, SessionStartLimit, ShardConfig, ShardEvent, ShardSet,
@@ -17,8 +16,11 @@ use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simula
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::logs::captured;
+use support::shard::*;
+use support::wait::*;
 
-const WINDOW: Duration = Duration::from_millis(700);
+const WINDOW: Duration = Duration::from_millis(1000);
 
 fn sim(max_concurrency: u32) -> Simulator {
     Simulator::start(SimConfig {
@@ -60,7 +62,7 @@ fn run_sets<T>(
     sets: Vec<(ShardSet, ShardSetHandle)>,
     body: impl std::future::Future<Output = T>,
 ) -> T {
-    capture_logs();
+    support::logs::capture();
     let ex = smol::LocalExecutor::new();
     let mut drivers = Vec::new();
     let mut handles = Vec::new();
@@ -159,7 +161,9 @@ fn a_set_identifies_in_bucket_order_at_the_allowed_rate_and_resumes_at_once() {
         sim.fault(Fault::Reconnect);
         all_see(&events, "RESUMED", 0..=5).await;
         let took = start.elapsed();
-        assert!(took < WINDOW, "all resumed only after {took:?}");
+        // Queued like identifies, six shards in two buckets would take two
+        // windows at least.
+        assert!(took < WINDOW * 2, "all resumed only after {took:?}");
         let resumes = std::iter::from_fn(|| rx.try_recv().ok())
             .filter(|e| matches!(e, SimEvent::Resumed { .. }))
             .count();
@@ -196,7 +200,7 @@ fn two_processes_on_one_queue_service_never_exceed_the_rate() {
         assert_eq!(totals.invalid_sessions, 0);
         assert_eq!(totals.identifies_by_bucket.values().sum::<u64>(), 8);
         let gap = totals.min_identify_gap_ms.expect("gaps measured");
-        assert!(gap >= WINDOW.as_millis() as f64 * 0.95, "gap {gap} ms");
+        assert!(gap >= WINDOW.as_millis() as f64 * 0.9, "gap {gap} ms");
     });
 }
 
@@ -221,10 +225,10 @@ fn a_queue_service_that_is_down_delays_identifies_and_says_so() {
             "{:?}",
             start.elapsed()
         );
-        let said = logs()
+        let said = captured()
             .iter()
             .filter(|l| l.contains("identify queue") && l.contains("answered HTTP 503"))
             .count();
-        assert_eq!(said, 2, "{:#?}", logs());
+        assert_eq!(said, 2, "{:#?}", captured());
     });
 }

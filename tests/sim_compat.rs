@@ -3,11 +3,11 @@
 //! cannot quietly break discord.py, twilight or serenity again.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::json;
-use sim_client::*;
 use smolcord::sim::DEFAULT_SIM_TOKEN;
+use support::sim_client::*;
 
 const GUILDS: u64 = 1;
 const DMS: u64 = 1 << 12;

@@ -2,12 +2,12 @@
 //! per-connection heartbeat measurements.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::json;
-use sim_client::*;
 use smolcord::sim::{next_matching, ConnEnd, Fault, SimConfig, SimEvent, Simulator};
 use std::time::{Duration, Instant};
+use support::sim_client::*;
 
 const DMS: u64 = 1 << 12;
 

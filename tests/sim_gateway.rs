@@ -2,13 +2,13 @@
 //! compression, and garbage that must not hurt it.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::json;
-use sim_client::*;
 use smolcord::protocol::Intents;
 use smolcord::sim::{SimConfig, SimEvent, DEFAULT_SIM_TOKEN, SYNC_FLUSH_SUFFIX};
 use std::time::{Duration, Instant};
+use support::sim_client::*;
 
 const GUILDS: u64 = 1;
 const DMS: u64 = 1 << 12;

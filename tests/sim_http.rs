@@ -3,12 +3,12 @@
 //! control API's good and bad requests.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::{json, Value};
-use sim_client::*;
 use smolcord::sim::{RestFault, RestFaultKind, SimEvent, DEFAULT_SIM_TOKEN};
 use std::time::Duration;
+use support::sim_client::*;
 
 const DMS: u64 = 1 << 12;
 

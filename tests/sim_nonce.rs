@@ -4,12 +4,12 @@
 //! fault refuses like a bad token.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::json;
-use sim_client::*;
 use smolcord::sim::{RestFault, RestFaultKind, SimConfig};
 use std::time::{Duration, Instant};
+use support::sim_client::*;
 
 #[test]
 fn a_repeated_nonce_returns_the_original_message() {

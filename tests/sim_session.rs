@@ -3,12 +3,12 @@
 //! intents and are buffered while the client is away.
 #![cfg(feature = "sim")]
 
-mod sim_client;
+mod support;
 
 use serde_json::{json, Value};
-use sim_client::*;
 use smolcord::sim::{SimConfig, SimEvent, Simulator};
 use std::time::Duration;
+use support::sim_client::*;
 
 const GUILDS: u64 = 1;
 const GUILD_MESSAGES: u64 = 1 << 9;

@@ -7,11 +7,13 @@
 use super::demo_tools::SPEECH_MARKER;
 use super::run::run_bridge;
 use super::signals::{shutdown_signals, SignalRequest};
-use crate::bridge::{approve_code, Tunables};
+use crate::bridge::{approve_code, CountersSnapshot, Tunables};
+use crate::chart::Charset;
 use crate::config::Config;
 use crate::offload;
 use crate::protocol::Snowflake;
 use crate::sim::{SimConfig, SimEvent, Simulator};
+use crate::status::render::{self, Summary};
 use crate::status::{self, now_unix_ms};
 use async_io::Timer;
 use futures_lite::future;
@@ -242,19 +244,17 @@ impl Transcript {
 async fn report(sim: &Simulator, state_dir: &Path, elapsed: Duration) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let snapshot = status::read(state_dir)
+    let mut snapshot = status::read(state_dir)
         .await
         .ok()
         .flatten()
         .unwrap_or_default();
-    let bridge = &snapshot.bridge;
-    let count = |key: &str| bridge[key].as_u64().unwrap_or(0);
-    let lifetime = &snapshot.heartbeat["lifetime"]["lateness"];
-    let ms = |value: &serde_json::Value| {
-        value
-            .as_f64()
-            .map_or("-".to_owned(), |v| format!("{v:.2} ms"))
-    };
+    // The status file was written while the session was live; how it ended
+    // is in the session state, saved after the gateway closed.
+    snapshot.sessions = crate::bridge::load_session_state(state_dir).await.history;
+    let counters: CountersSnapshot =
+        serde_json::from_value(snapshot.bridge.clone()).unwrap_or_default();
+    let charset = Charset::for_stdout();
     let stats = sim.stats();
     let mut gaps: Vec<f64> = stats
         .connections
@@ -281,33 +281,25 @@ async fn report(sim: &Simulator, state_dir: &Path, elapsed: Duration) -> String 
     let _ = writeln!(
         out,
         "messages handled      {} ({} voice notes transcribed, {} agent runs)",
-        count("messages_handled"),
-        count("transcriptions"),
-        count("agent_runs")
+        counters.messages_handled, counters.transcriptions, counters.agent_runs
     );
     let _ = writeln!(
         out,
         "replies delivered     {} (+ {} queued result(s) from the spool)",
-        count("replies_delivered").saturating_sub(count("results_delivered")),
-        count("results_delivered")
+        counters
+            .replies_delivered
+            .saturating_sub(counters.results_delivered),
+        counters.results_delivered
     );
     let _ = writeln!(
         out,
         "strangers refused     {} (pairing codes issued: {})",
-        count("refused"),
-        count("pairing_codes_issued")
+        counters.refused, counters.pairing_codes_issued
     );
     let _ = writeln!(
         out,
         "gateway sessions      {} (identifies seen by the gateway: {}, resumes: {})",
         snapshot.sessions_started, stats.totals.identifies, stats.totals.resumes
-    );
-    let _ = writeln!(
-        out,
-        "heartbeat, client     lateness p50 ≤ {} p99 ≤ {} max {} (sent − scheduled; histogram bounds)",
-        ms(&lifetime["p50_ms"]),
-        ms(&lifetime["p99_ms"]),
-        ms(&lifetime["max_ms"])
     );
     let _ = writeln!(
         out,
@@ -319,6 +311,13 @@ async fn report(sim: &Simulator, state_dir: &Path, elapsed: Duration) -> String 
         stats.totals.late_heartbeats,
         stats.totals.missed_deadlines
     );
+    // The client's own account, drawn as `smolcord status` draws it.
+    let _ = writeln!(out, "\nheartbeat, client (as `smolcord status` shows it):");
+    out.push_str(&render::heartbeat_charts(
+        &Summary::of(&snapshot.heartbeat["lifetime"]),
+        charset,
+    ));
+    out.push_str(&render::sessions(&snapshot, now_unix_ms(), charset));
     out
 }
 

@@ -71,6 +71,8 @@ pub enum Command {
     Status {
         /// `--config FILE`.
         config: Option<PathBuf>,
+        /// `--json`: the machine-readable form.
+        json: bool,
     },
     /// The demo's stand-in agent (a subprocess of the demo).
     DemoAgent,
@@ -120,7 +122,9 @@ pub fn main(command: Command) -> ExitCode {
             }
             #[cfg(feature = "sim")]
             Command::Demo => demo::run().await,
-            Command::Status { config } => status::run(config.as_deref(), &process_env).await,
+            Command::Status { config, json } => {
+                status::run(config.as_deref(), &process_env, json).await
+            }
             Command::Run { config } => run::run(config.as_deref(), &process_env).await,
             Command::Pair { code, config } => {
                 pair::run(config.as_deref(), &process_env, &code).await

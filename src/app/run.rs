@@ -11,7 +11,7 @@ use crate::loopwatch;
 use crate::protocol::Intents;
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::rest::RestClient;
-use crate::shard::{GatewayInfo, Shard, ShardConfig};
+use crate::shard::{GatewayInfo, SessionHistory, Shard, ShardConfig};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
@@ -36,6 +36,11 @@ const SHARD_STOP_BOUND: Duration = Duration::from_secs(2);
 /// the start-up token check gets a 401).
 pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String> {
     let config = Config::load(config, env).await.map_err(|e| e.to_string())?;
+    if let Some(file) = &config.extra_ca_file {
+        crate::transport::tls::load_extra_roots(file)
+            .await
+            .map_err(|e| format!("extra_ca_file (or SMOLCORD_CA_FILE): {e}"))?;
+    }
     let token = config
         .token(env)
         .await
@@ -155,6 +160,7 @@ where
         })
     }));
     let (shard, handle) = Shard::new(shard_config);
+    let state_dir = config.state_dir.clone();
 
     let mut recorder_config = RecorderConfig::in_state_dir(&config.state_dir);
     recorder_config.capacity = config.journal_capacity;
@@ -182,6 +188,7 @@ where
         if stopped.is_none() {
             log::warn!("the gateway did not close within {SHARD_STOP_BOUND:?}; leaving anyway");
         }
+        save_final_history(&state_dir, handle.status().state.history).await;
         let unfinished = recorder
             .shutdown(RecorderConfig::DEFAULT_SHUTDOWN_BOUND)
             .await;
@@ -191,4 +198,20 @@ where
         outcome.map_err(|e| e.to_string())
     })
     .await
+}
+
+/// The bridge saved the session before the gateway closed, so the history's
+/// last entry (how the session ended: normally the shutdown) is known only
+/// now; without this the next start would find it open and call it
+/// unrecorded.
+async fn save_final_history(state_dir: &Path, history: SessionHistory) {
+    let mut state = bridge::load_session_state(state_dir).await;
+    if state.history == history {
+        return;
+    }
+    state.history = history;
+    let path = bridge::session_path(state_dir);
+    if let Err(e) = crate::offload::write_json_atomic(&path, &state).await {
+        log::warn!("saving the session history at exit: {e}");
+    }
 }

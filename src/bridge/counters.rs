@@ -2,7 +2,7 @@
 //! (the status snapshot, the demo report). Atomics behind an `Arc`, so a
 //! read never waits for the bridge and the handle can cross threads.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -35,8 +35,10 @@ struct Inner {
     safe_mode: AtomicBool,
 }
 
-/// A point-in-time copy of the counters (what serialises).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// A point-in-time copy of the counters (what serialises). Reads
+/// leniently: a field missing from an older status file reads as 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CountersSnapshot {
     /// Messages from allowed users taken into handling.
     pub messages_handled: u64,
@@ -78,6 +80,34 @@ pub struct CountersSnapshot {
     pub jobs_peak: u64,
     /// Whether this run is in safe mode.
     pub safe_mode: bool,
+}
+
+impl CountersSnapshot {
+    /// Every counter with the words `smolcord status` prints for it, in
+    /// the order a reader follows a message: taken in, answered, the work
+    /// in between, then what went wrong.
+    pub fn labelled(&self) -> [(&'static str, u64); 18] {
+        [
+            ("messages handled", self.messages_handled),
+            ("most at once", self.jobs_peak),
+            ("strangers refused", self.refused),
+            ("dropped while busy", self.messages_dropped),
+            ("replies delivered", self.replies_delivered),
+            ("replies undelivered", self.undelivered),
+            ("voice notes transcribed", self.transcriptions),
+            ("transcription failures", self.transcription_failures),
+            ("agent runs", self.agent_runs),
+            ("agent failures", self.agent_failures),
+            ("tasks spooled", self.tasks_spooled),
+            ("results delivered", self.results_delivered),
+            ("results malformed", self.results_malformed),
+            ("results rejected", self.results_rejected),
+            ("DM fallbacks run", self.fallbacks_run),
+            ("pairing codes issued", self.pairing_codes_issued),
+            ("replays skipped", self.replays_skipped),
+            ("failures recorded", self.failures),
+        ]
+    }
 }
 
 /// Which counter to bump.
@@ -174,5 +204,55 @@ impl BridgeCounters {
 impl Serialize for BridgeCounters {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.snapshot().serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_has_one_label() {
+        let counters = BridgeCounters::default();
+        for counter in [
+            Counter::MessagesHandled,
+            Counter::RepliesDelivered,
+            Counter::Transcriptions,
+            Counter::TranscriptionFailures,
+            Counter::AgentRuns,
+            Counter::AgentFailures,
+            Counter::TasksSpooled,
+            Counter::ResultsDelivered,
+            Counter::ResultsMalformed,
+            Counter::ResultsRejected,
+            Counter::FallbacksRun,
+            Counter::Undelivered,
+            Counter::Failures,
+            Counter::Refused,
+            Counter::PairingCodesIssued,
+            Counter::ReplaysSkipped,
+            Counter::MessagesDropped,
+        ] {
+            let before = counters.snapshot().labelled();
+            counters.bump(counter);
+            let after = counters.snapshot().labelled();
+            let changed: Vec<_> = before
+                .iter()
+                .zip(&after)
+                .filter(|(b, a)| b != a)
+                .map(|(_, (label, _))| *label)
+                .collect();
+            assert_eq!(changed.len(), 1, "{counter:?} moves {changed:?}");
+        }
+        counters.jobs_now(3);
+        assert!(counters
+            .snapshot()
+            .labelled()
+            .contains(&("most at once", 3)));
+        // The JSON form has one more field, the safe_mode flag.
+        let json = serde_json::to_value(counters.snapshot()).unwrap();
+        assert_eq!(json.as_object().unwrap().len(), 19);
+        let back: CountersSnapshot = serde_json::from_value(json).unwrap();
+        assert_eq!(back, counters.snapshot());
     }
 }

@@ -2,10 +2,11 @@
 //!
 //! Sources, lowest precedence first: built-in defaults; the config file
 //! (`--config FILE`, else `SMOLCORD_CONFIG`, else `STATE_DIR/config.json`
-//! when it exists); then `SMOLCORD_GATEWAY_URL`, `SMOLCORD_API_BASE` and
-//! `SMOLCORD_STATE_DIR`. Unknown keys and wrong types are refused with the
-//! key, the file and the position, because a typo silently ignored (say
-//! `alowed_user_ids`) would open or close the bot to the wrong people.
+//! when it exists); then `SMOLCORD_GATEWAY_URL`, `SMOLCORD_API_BASE`,
+//! `SMOLCORD_CA_FILE` and `SMOLCORD_STATE_DIR`. Unknown keys and wrong
+//! types are refused with the key, the file and the position, because a
+//! typo silently ignored (say `alowed_user_ids`) would open or close the
+//! bot to the wrong people.
 //!
 //! The token is deliberately *not* a config key: it comes from
 //! `DISCORD_TOKEN` or from the file named by `token_file`, so a config file
@@ -143,6 +144,11 @@ pub struct Config {
     /// waits on (also `SMOLCORD_IDENTIFY_QUEUE_URL`); unset: in-process.
     #[serde(default)]
     pub identify_queue_url: Option<String>,
+    /// PEM file of extra CA certificates trusted for `wss://` and
+    /// `https://` besides Mozilla's roots (a TLS-inspecting proxy's CA).
+    /// A relative path is relative to the config file's directory.
+    #[serde(default)]
+    pub extra_ca_file: Option<PathBuf>,
 }
 
 fn default_api_base() -> String {
@@ -237,10 +243,10 @@ impl Config {
     /// overrides. Pure: no I/O.
     pub fn parse(text: &str, origin: &Path, env: Env<'_>) -> Result<Config, ConfigError> {
         let mut config = parse::from_text(text, origin)?;
-        if let Some(token_file) = &config.token_file {
-            if token_file.is_relative() {
-                if let Some(dir) = origin.parent() {
-                    config.token_file = Some(dir.join(token_file));
+        for file in [&mut config.token_file, &mut config.extra_ca_file] {
+            if let (Some(path), Some(dir)) = (file.as_mut(), origin.parent()) {
+                if path.is_relative() {
+                    *path = dir.join(&*path);
                 }
             }
         }
@@ -269,6 +275,9 @@ impl Config {
             self.identify_queue_url = Some(url);
         }
         self.api_base = self.api_base.trim_end_matches('/').to_owned();
+        if let Some(file) = state_dir::non_empty(env, "SMOLCORD_CA_FILE") {
+            self.extra_ca_file = Some(PathBuf::from(file));
+        }
         if let Some(dir) = state_dir::non_empty(env, "SMOLCORD_STATE_DIR") {
             self.state_dir = PathBuf::from(dir);
         } else if self.state_dir.as_os_str().is_empty() {
@@ -296,7 +305,11 @@ impl Config {
             return Ok(None);
         };
         let shown = path.display().to_string();
-        match read_file(&path, TOKEN_FILE_MAX_BYTES, "token_file").await? {
+        let text = read_file(&path, TOKEN_FILE_MAX_BYTES, "token_file").await?;
+        if text.is_some() {
+            warn_if_shared(&path).await;
+        }
+        match text {
             None => Err(ConfigError::new(format!(
                 "token_file {shown}: file not found"
             ))),
@@ -342,6 +355,38 @@ async fn read_file(path: &Path, limit: u64, what: &str) -> Result<Option<String>
         ))),
         Err(e) => Err(ConfigError::new(format!("{what} {shown}: {}", io_reason(&e)))),
     }
+}
+
+/// Warns when the token file can be read by its group or by others: the
+/// token lets anyone run the bot (and get it reset).
+async fn warn_if_shared(path: &Path) {
+    let owned = path.to_path_buf();
+    let mode = crate::offload::unblock(move || mode_blocking(&owned)).await;
+    if let Some(warning) = mode.ok().and_then(|mode| shared_token_warning(path, mode)) {
+        log::warn!("{warning}");
+    }
+}
+
+/// The warning for a token file with permission bits `mode`, if any.
+fn shared_token_warning(path: &Path, mode: u32) -> Option<String> {
+    (mode & 0o077 != 0).then(|| {
+        format!(
+            "token_file {}: readable by {} (mode {:03o}); `chmod 600` it",
+            path.display(),
+            if mode & 0o007 != 0 {
+                "others"
+            } else {
+                "its group"
+            },
+            mode & 0o777
+        )
+    })
+}
+
+#[allow(clippy::disallowed_methods)] // start-up only, and on the blocking pool
+fn mode_blocking(path: &Path) -> std::io::Result<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(std::fs::metadata(path)?.permissions().mode())
 }
 
 /// The OS's reason, without offload's "cannot read PATH" (the caller

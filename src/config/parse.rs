@@ -52,6 +52,7 @@ pub(super) const KEYS: &[&str] = &[
     "max_gateway_message_bytes",
     "shards",
     "identify_queue_url",
+    "extra_ca_file",
 ];
 
 /// Keys people reach for that must never hold the token.
@@ -86,6 +87,7 @@ pub(super) fn defaults() -> Config {
         max_gateway_message_bytes: None,
         shards: None,
         identify_queue_url: None,
+        extra_ca_file: None,
     }
 }
 

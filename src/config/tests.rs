@@ -91,6 +91,41 @@ fn relative_token_file_is_relative_to_the_config_file() {
 }
 
 #[test]
+fn extra_ca_file_is_relative_to_the_config_file_and_the_variable_wins() {
+    let config = parse(r#"{"extra_ca_file": "proxy-ca.pem"}"#).unwrap();
+    assert_eq!(
+        config.extra_ca_file.as_deref(),
+        Some(Path::new("/etc/proxy-ca.pem"))
+    );
+    let env = env_of(&[
+        ("SMOLCORD_STATE_DIR", "/s"),
+        ("SMOLCORD_CA_FILE", "/ca.pem"),
+    ]);
+    let config = Config::parse(
+        r#"{"extra_ca_file": "proxy-ca.pem"}"#,
+        Path::new("/etc/smolcord.json"),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(config.extra_ca_file.as_deref(), Some(Path::new("/ca.pem")));
+}
+
+#[test]
+fn a_token_file_others_or_the_group_can_read_gets_a_warning() {
+    let path = Path::new("/etc/smolcord/token");
+    assert_eq!(shared_token_warning(path, 0o100600), None);
+    assert_eq!(shared_token_warning(path, 0o100400), None);
+    assert_eq!(
+        shared_token_warning(path, 0o100644).as_deref(),
+        Some("token_file /etc/smolcord/token: readable by others (mode 644); `chmod 600` it")
+    );
+    assert_eq!(
+        shared_token_warning(path, 0o100640).as_deref(),
+        Some("token_file /etc/smolcord/token: readable by its group (mode 640); `chmod 600` it")
+    );
+}
+
+#[test]
 fn with_state_dir_has_defaults() {
     let config = Config::with_state_dir("/tmp/x");
     assert_eq!(config.state_dir, Path::new("/tmp/x"));
@@ -127,6 +162,7 @@ fn every_listed_key_is_a_config_key() {
         "65536",
         "[0, 0, 1]",
         "\"http://queue:8000/\"",
+        "\"ca.pem\"",
     ];
     assert_eq!(values.len(), parse::KEYS.len());
     // `shard` and `shards` exclude each other: one body each.

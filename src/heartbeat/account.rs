@@ -42,6 +42,8 @@ pub struct Summary {
     pub late_warnings: u64,
     /// Lateness (sent − scheduled) distribution.
     pub lateness: Histogram,
+    /// ACK round-trip distribution.
+    pub rtt: Histogram,
     /// Latest ACK round trip in ms.
     pub rtt_latest_ms: Option<f64>,
     /// Mean ACK round trip in ms.
@@ -80,6 +82,7 @@ impl Summary {
 
     fn record_rtt(&mut self, rtt: Duration) {
         self.acks += 1;
+        self.rtt.record(rtt);
         self.rtt_total += rtt;
         let ms = rtt.as_secs_f64() * 1000.0;
         self.rtt_latest_ms = Some(ms);
@@ -199,6 +202,7 @@ mod tests {
         assert_eq!(account.recent().len(), RECENT_BEATS);
         assert_eq!(account.session.rtt_recent_ms.len(), RECENT_RTTS);
         assert_eq!(account.lifetime.lateness.count(), 10_000);
+        assert_eq!(account.lifetime.rtt.count(), 10_000);
         assert_eq!(account.lifetime.lateness.max(), Duration::from_micros(600));
         assert!((account.lifetime.rtt_avg_ms.unwrap() - 30.0).abs() < 1e-6);
         // Every gap is 100 ms ± 0.6 ms.

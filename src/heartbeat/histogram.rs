@@ -1,11 +1,12 @@
 //! A fixed-size latency histogram (1-2-5 buckets from 10 µs to 50 s), so the
-//! account never grows however long the process runs.
+//! account never grows however long the process runs. It serialises its
+//! non-empty buckets too, so `smolcord status` can draw the distribution.
 
 use serde::{Serialize, Serializer};
 use std::time::Duration;
 
 /// Upper bounds of the buckets in microseconds; a last bucket holds the rest.
-const BOUNDS_US: [u64; 22] = [
+pub const BOUNDS_US: [u64; 22] = [
     10,
     20,
     50,
@@ -59,6 +60,15 @@ impl Histogram {
         Duration::from_micros(self.max_us)
     }
 
+    /// Every bucket, in order: its upper bound (`None` for the last,
+    /// unbounded one) and how many samples fell in it.
+    pub fn buckets(&self) -> impl Iterator<Item = (Option<Duration>, u64)> + '_ {
+        BOUNDS_US.iter().zip(self.counts).map(|(&bound, count)| {
+            let upper = (bound != u64::MAX).then(|| Duration::from_micros(bound));
+            (upper, count)
+        })
+    }
+
     /// The bucket upper bound at or below which `q` (0..=1) of the samples
     /// lie, capped by the maximum seen; `None` with no samples.
     pub fn quantile(&self, q: f64) -> Option<Duration> {
@@ -81,13 +91,30 @@ impl Serialize for Histogram {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
-        let mut s = serializer.serialize_struct("Histogram", 4)?;
+        let buckets: Vec<BucketEntry> = self
+            .buckets()
+            .filter(|&(_, count)| count > 0)
+            .map(|(upper, count)| BucketEntry {
+                le_us: upper.map(|d| d.as_micros() as u64),
+                count,
+            })
+            .collect();
+        let mut s = serializer.serialize_struct("Histogram", 5)?;
         s.serialize_field("count", &self.total)?;
         s.serialize_field("p50_ms", &ms(self.quantile(0.5)))?;
         s.serialize_field("p99_ms", &ms(self.quantile(0.99)))?;
         s.serialize_field("max_ms", &ms((self.total > 0).then(|| self.max())))?;
+        s.serialize_field("buckets", &buckets)?;
         s.end()
     }
+}
+
+/// One non-empty bucket as serialised: samples `<= le_us` (and above the
+/// previous bound); `le_us` is `null` for the last, unbounded bucket.
+#[derive(Serialize)]
+struct BucketEntry {
+    le_us: Option<u64>,
+    count: u64,
 }
 
 #[cfg(test)]
@@ -107,6 +134,20 @@ mod tests {
         assert_eq!(h.quantile(0.99), Some(Duration::from_millis(5)));
         assert_eq!(h.quantile(1.0), Some(Duration::from_millis(700)));
         assert_eq!(h.max(), Duration::from_millis(700));
+    }
+
+    #[test]
+    fn serialises_the_non_empty_buckets() {
+        let mut h = Histogram::default();
+        h.record(Duration::from_micros(150));
+        h.record(Duration::from_micros(160));
+        h.record(Duration::from_secs(100));
+        let json = serde_json::to_value(&h).unwrap();
+        assert_eq!(
+            json["buckets"],
+            serde_json::json!([{"le_us": 200, "count": 2}, {"le_us": null, "count": 1}])
+        );
+        assert_eq!(h.buckets().count(), BOUNDS_US.len());
     }
 
     #[test]

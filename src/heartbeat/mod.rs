@@ -27,7 +27,7 @@ mod account;
 mod histogram;
 
 pub use account::{Account, BeatRecord, Summary};
-pub use histogram::Histogram;
+pub use histogram::{Histogram, BOUNDS_US};
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

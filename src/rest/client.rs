@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_io::Timer;
 use serde::de::DeserializeOwned;
+use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
 use super::error::RestError;
@@ -99,7 +100,11 @@ impl RestClient {
             .build();
         RestClient {
             shared: Arc::new(Shared {
-                agent: Agent::new_with_config(config),
+                agent: Agent::with_parts(
+                    config,
+                    super::tls::connector(),
+                    DefaultResolver::default(),
+                ),
                 api_base: api_base.trim_end_matches('/').to_owned(),
                 token,
                 limiter: Mutex::new(RateLimiter::default()),

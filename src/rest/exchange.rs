@@ -2,6 +2,7 @@
 //! `blocking` pool (called only inside `offload::unblock`).
 
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -146,7 +147,14 @@ pub(crate) fn fetch_to_file(
         path: dest.display().to_string(),
         detail: e.to_string(),
     };
-    let mut file = std::fs::File::create(&dest).map_err(local)?;
+    // 0600: a voice note is as private as the DM it came in.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&dest)
+        .map_err(local)?;
     let mut reader = response.into_body().into_reader();
     let mut buf = vec![0u8; 64 * 1024];
     let mut total: u64 = 0;

@@ -22,7 +22,8 @@
 //!   encoding, keep-alive and TLS errors in a hand-written client would.
 //!
 //! Rate-limit waits and retry back-offs are async timers on the loop, never
-//! sleeps on a pool thread.
+//! sleeps on a pool thread. `https://` trusts what the gateway trusts (see
+//! [`crate::transport::tls`]).
 //!
 //! ```no_run
 //! # smol::block_on(async {
@@ -46,6 +47,7 @@ mod nonce;
 mod plain;
 mod ratelimit;
 mod split;
+mod tls;
 mod types;
 
 pub use crate::protocol::{GatewayBot, SessionStartLimit};

@@ -22,6 +22,7 @@
 
 pub mod backoff;
 mod driver;
+pub mod history;
 pub mod identify_budget;
 pub mod identify_queue;
 mod queue;
@@ -30,6 +31,7 @@ pub mod session;
 mod set;
 
 pub use backoff::Backoff;
+pub use history::{EndReason, SessionHistory, StartKind};
 pub use identify_budget::{IdentifyBudget, SessionStartLimit};
 pub use identify_queue::{IdentifyPermit, IdentifyQueue, LocalIdentifyQueue, RemoteIdentifyQueue};
 pub use queue::QueueLimits;
@@ -401,9 +403,12 @@ impl Shard {
     ) -> (Shard, ShardHandle) {
         let (command_tx, command_rx) = channel::bounded(64);
         let (shutdown_tx, shutdown_rx) = channel::bounded(1);
+        let mut state = config.state.clone();
+        // A session left open on disk belonged to a process that is gone.
+        state.history.close_unrecorded();
         let status = Arc::new(Mutex::new(ShardStatus {
             shard: config.shard,
-            state: config.state.clone(),
+            state,
             ..ShardStatus::default()
         }));
         let shard = Shard {

@@ -2,6 +2,7 @@
 //! resume, and the sequence tracking that makes every dispatch arrive exactly
 //! once.
 
+use super::history::SessionHistory;
 use super::identify_budget::IdentifyBudget;
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +17,8 @@ pub struct Session {
     pub resume_gateway_url: String,
 }
 
-/// The shard's persistent state: the session and the identify budget.
+/// The shard's persistent state: the session, the identify budget and the
+/// session history.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionState {
     /// The session to resume, if any.
@@ -25,6 +27,9 @@ pub struct SessionState {
     /// Fresh identifies in the last 24 h.
     #[serde(default)]
     pub identifies: IdentifyBudget,
+    /// The last gateway sessions and how each ended.
+    #[serde(default)]
+    pub history: SessionHistory,
 }
 
 /// What to do with a dispatch's sequence number.
@@ -140,6 +145,7 @@ mod tests {
                 resume_gateway_url: "ws://127.0.0.1:1/resume".into(),
             }),
             identifies: IdentifyBudget::default(),
+            history: SessionHistory::default(),
         };
         let text = serde_json::to_string(&state).unwrap();
         assert_eq!(serde_json::from_str::<SessionState>(&text).unwrap(), state);

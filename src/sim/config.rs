@@ -1,6 +1,7 @@
 //! What a simulator instance accepts and announces.
 
 use super::ratelimit::RestRateLimit;
+use super::tls::SimTls;
 use crate::protocol::{Intents, Snowflake};
 use crate::token::Token;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -84,6 +85,10 @@ pub struct SimConfig {
     /// [`RestRateLimit::DISCORD`] for Discord's. Off by default so tests
     /// may post quickly.
     pub rest_rate_limit: Option<RestRateLimit>,
+    /// Serve TLS (`wss://`, `https://`) with this certificate instead of
+    /// plain `ws://` and `http://`; every URL the simulator hands out
+    /// follows.
+    pub tls: Option<SimTls>,
 }
 
 /// The `session_start_limit` object of `GET /gateway/bot`.
@@ -178,6 +183,7 @@ impl Default for SimConfig {
             guilds: vec![SimGuild::example()],
             nonce_window: Duration::from_secs(120),
             rest_rate_limit: None,
+            tls: None,
         }
     }
 }

@@ -12,8 +12,10 @@ use super::http::{HttpConn, Request, Response};
 use super::identify::{handle_identify, handle_resume, lenient_since};
 use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
+use super::tls::SimStream;
 use super::zlib::{compress_payload, ZlibStream};
 use crate::protocol::{CloseCode, Frame, OpCode, MAX_PAYLOAD_BYTES};
+use crate::wire::{Direction, WireTrace};
 use async_net::TcpStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::CloseFrame;
@@ -62,8 +64,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut http: HttpConn, request: Requ
     if http.write_response(&accept, true).await.is_err() {
         return;
     }
-    let HttpConn { stream, buf } = http;
-    let tcp = stream.clone();
+    let HttpConn { stream, tcp, buf } = http;
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_READ))
         .max_frame_size(Some(MAX_READ));
@@ -120,8 +121,8 @@ async fn run(
     shared: Arc<Shared>,
     tcp: TcpStream,
     request: Request,
-    sender: WebSocketSender<TcpStream>,
-    receiver: WebSocketReceiver<TcpStream>,
+    sender: WebSocketSender<SimStream>,
+    receiver: WebSocketReceiver<SimStream>,
 ) {
     let params = read_params(&request);
     let (out_tx, out_rx) = async_channel::unbounded();
@@ -155,8 +156,11 @@ async fn run(
         request.path,
         request.query
     );
+    let trace = WireTrace::server(id, Some(shared.config.token.clone()));
+    trace.connected(&format!("{}?{}", request.path, request.query));
     let interval = shared.config.heartbeat_interval;
     let mut reader = Reader {
+        trace: trace.clone(),
         deadline_after: scaled(interval, shared.config.heartbeat_grace),
         shared,
         id,
@@ -177,7 +181,7 @@ async fn run(
     let zlib = params.zlib_stream.then(ZlibStream::new);
     let shared = reader.shared.clone();
     let writer = async {
-        write_frames(&shared, sender, out_rx, zlib).await;
+        write_frames(&shared, sender, out_rx, zlib, &trace).await;
         pending::<()>().await
     };
     or(reader.read_loop(receiver, cmd_rx), writer).await;
@@ -193,15 +197,19 @@ async fn wait_until(at: Instant) {
 /// Sends queued frames in order until a close frame or a send error.
 async fn write_frames(
     shared: &Shared,
-    mut sender: WebSocketSender<TcpStream>,
+    mut sender: WebSocketSender<SimStream>,
     queue: async_channel::Receiver<Out>,
     mut zlib: Option<ZlibStream>,
+    trace: &WireTrace,
 ) {
     let mut payload_compression = false;
-    let mut encode = |text: String, payload_compression: bool| match zlib.as_mut() {
-        Some(stream) => Message::binary(stream.compress(text.as_bytes())),
-        None if payload_compression => Message::binary(compress_payload(text.as_bytes())),
-        None => Message::text(text),
+    let mut encode = |text: String, payload_compression: bool| {
+        trace.sent(&text);
+        match zlib.as_mut() {
+            Some(stream) => Message::binary(stream.compress(text.as_bytes())),
+            None if payload_compression => Message::binary(compress_payload(text.as_bytes())),
+            None => Message::text(text),
+        }
     };
     // A flood in progress: its frames are made one at a time, and anything
     // queued meanwhile (ACKs, other dispatches) goes first, as a real
@@ -265,6 +273,7 @@ async fn write_frames(
                 not_before,
             }) => {
                 wait_until(not_before).await;
+                trace.closed(Direction::Out, Some(code));
                 let frame = CloseFrame {
                     code: code.into(),
                     reason: reason.into(),
@@ -325,7 +334,7 @@ impl Burst {
 /// Sends one text message of `total` bytes in fragments of `fragment`
 /// bytes, made one at a time.
 async fn send_fragmented(
-    sender: &mut WebSocketSender<TcpStream>,
+    sender: &mut WebSocketSender<SimStream>,
     total: usize,
     fragment: usize,
 ) -> Result<(), WsError> {
@@ -367,6 +376,8 @@ enum Wake {
 pub(crate) struct Reader {
     pub(crate) shared: Arc<Shared>,
     pub(crate) id: u64,
+    /// The `smolcord::sim::wire` trace of this connection.
+    trace: WireTrace,
     tcp: TcpStream,
     deadline_after: Duration,
     /// The previous heartbeat (or Hello), for gaps.
@@ -493,6 +504,7 @@ impl Reader {
     /// Drops TCP without a close frame (the session stays resumable).
     fn drop_tcp(&mut self) {
         log::info!("sim: dropping TCP of connection {}", self.id);
+        self.trace.closed(Direction::Out, None);
         let _ = self.tcp.shutdown(std::net::Shutdown::Both);
         self.end = Some(ConnEnd::ServerDrop);
         let mut state = self.shared.lock();
@@ -507,7 +519,7 @@ impl Reader {
 
     async fn read_loop(
         &mut self,
-        mut receiver: WebSocketReceiver<TcpStream>,
+        mut receiver: WebSocketReceiver<SimStream>,
         cmds: async_channel::Receiver<ConnCmd>,
     ) {
         loop {
@@ -641,6 +653,7 @@ impl Reader {
             Message::Binary(bytes) => bytes,
             Message::Close(frame) => {
                 let code = frame.as_ref().map_or(1005, |f| u16::from(f.code));
+                self.trace.closed(Direction::In, Some(code));
                 if let Some(stats) = self.shared.lock().stats.conn(self.id) {
                     stats.client_close_code = Some(code);
                 }
@@ -669,6 +682,9 @@ impl Reader {
             }
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => return,
         };
+        if self.trace.enabled() {
+            self.trace.received(&String::from_utf8_lossy(bytes));
+        }
         if self.closing_until.is_some() {
             return;
         }
@@ -781,6 +797,9 @@ impl Reader {
     fn finish(&mut self) {
         let now = Instant::now();
         let end = *self.end.get_or_insert(ConnEnd::ClientDrop);
+        if end == ConnEnd::ClientDrop {
+            self.trace.closed(Direction::In, None);
+        }
         let mut state = self.shared.lock();
         state.conns.remove(&self.id);
         Self::release_session(&mut self.session, self.id, &mut state, false, now);

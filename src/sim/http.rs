@@ -3,6 +3,7 @@
 //! response, keep the connection alive unless the client says otherwise.
 //! Everything the client sends is untrusted: limits, clear errors, no panics.
 
+use super::tls::SimStream;
 use async_net::TcpStream;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use serde_json::Value;
@@ -181,17 +182,20 @@ impl HttpError {
     }
 }
 
-/// One client TCP connection with its read-ahead buffer.
+/// One client connection (plain or TLS) with its read-ahead buffer.
 pub(crate) struct HttpConn {
-    pub(crate) stream: TcpStream,
+    pub(crate) stream: SimStream,
+    /// The socket under `stream`, to cut it abruptly (`Fault::DropTcp`).
+    pub(crate) tcp: TcpStream,
     /// Bytes read but not yet consumed.
     pub(crate) buf: Vec<u8>,
 }
 
 impl HttpConn {
-    pub(crate) fn new(stream: TcpStream) -> HttpConn {
+    pub(crate) fn new(stream: SimStream, tcp: TcpStream) -> HttpConn {
         HttpConn {
             stream,
+            tcp,
             buf: Vec::new(),
         }
     }

@@ -17,6 +17,10 @@
 //! | `http://127.0.0.1:P/control/...` | the control API ([`Simulator::control_url`]) |
 //! | `http://127.0.0.1:P/attachments/...` | voice-note and uploaded file bytes |
 //!
+//! With [`SimConfig::tls`] the port speaks only TLS, and every URL above
+//! (and every URL the simulator hands out: READY's `resume_gateway_url`,
+//! `GET /gateway`, attachment URLs) is `wss://` / `https://`.
+//!
 //! ```
 //! use smolcord::sim::{Simulator, SimConfig};
 //! let sim = Simulator::start(SimConfig::default()).unwrap();
@@ -98,6 +102,7 @@ mod server;
 mod session;
 mod state;
 mod stats;
+mod tls;
 mod zlib;
 
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
@@ -107,6 +112,7 @@ pub use inject::VoiceNote;
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
+pub use tls::SimTls;
 pub use zlib::SYNC_FLUSH_SUFFIX;
 
 use crate::protocol::Snowflake;
@@ -208,7 +214,7 @@ impl Simulator {
         &self.shared().config
     }
 
-    /// `ws://127.0.0.1:P` (the gateway is at `/`).
+    /// `ws://127.0.0.1:P` (the gateway is at `/`; `wss://` with TLS).
     pub fn gateway_url(&self) -> String {
         self.shared().gateway_url()
     }
@@ -218,7 +224,7 @@ impl Simulator {
         self.shared().resume_gateway_url()
     }
 
-    /// `http://127.0.0.1:P/api/v10`.
+    /// `http://127.0.0.1:P/api/v10` (`https://` with TLS).
     pub fn api_base(&self) -> String {
         format!("{}/api/v10", self.shared().http_base())
     }

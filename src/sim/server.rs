@@ -4,6 +4,7 @@
 
 use super::http::{HttpConn, Response};
 use super::state::Shared;
+use super::tls::SimStream;
 use super::{control, gateway, queue, rest};
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
@@ -16,6 +17,8 @@ use std::time::Duration;
 
 /// An idle keep-alive connection is closed after this.
 const IDLE: Duration = Duration::from_secs(120);
+/// A TLS handshake that takes longer is dropped.
+const HANDSHAKE: Duration = Duration::from_secs(10);
 
 /// Runs the simulator on a new thread until `stop` closes.
 pub(crate) fn spawn(
@@ -60,9 +63,29 @@ async fn accept_loop(
     }
 }
 
-async fn serve_tcp(shared: Arc<Shared>, stream: TcpStream) {
-    let _ = stream.set_nodelay(true);
-    let mut conn = HttpConn::new(stream);
+async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let stream = match &shared.config.tls {
+        None => SimStream::Plain(tcp.clone()),
+        Some(tls) => {
+            let handshake = or(async { Some(tls.accept(tcp.clone()).await) }, async {
+                async_io::Timer::after(HANDSHAKE).await;
+                None
+            });
+            match handshake.await {
+                Some(Ok(stream)) => stream,
+                Some(Err(err)) => {
+                    log::debug!("sim: TLS handshake failed: {err}");
+                    return;
+                }
+                None => {
+                    log::debug!("sim: TLS handshake took longer than {HANDSHAKE:?}");
+                    return;
+                }
+            }
+        }
+    };
+    let mut conn = HttpConn::new(stream, tcp);
     loop {
         let next = or(conn.read_request(), async {
             async_io::Timer::after(IDLE).await;

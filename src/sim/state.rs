@@ -174,16 +174,25 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// `s` when serving TLS: `ws` → `wss`, `http` → `https`.
+    fn secure(&self) -> &'static str {
+        if self.config.tls.is_some() {
+            "s"
+        } else {
+            ""
+        }
+    }
+
     pub(crate) fn gateway_url(&self) -> String {
-        format!("ws://{}", self.addr)
+        format!("ws{}://{}", self.secure(), self.addr)
     }
 
     pub(crate) fn resume_gateway_url(&self) -> String {
-        format!("ws://{}/resume", self.addr)
+        format!("ws{}://{}/resume", self.secure(), self.addr)
     }
 
     pub(crate) fn http_base(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http{}://{}", self.secure(), self.addr)
     }
 
     /// Applies a fault to every live connection; returns how many.

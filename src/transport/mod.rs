@@ -1,6 +1,7 @@
 //! transport: one gateway WebSocket connection, `ws://` or `wss://`
 //! (rustls with compiled-in webpki roots, so it works in a `FROM scratch`
-//! image), with optional zlib-stream inflation.
+//! image, plus any extra CA: see [`tls`]), with optional zlib-stream
+//! inflation.
 //!
 //! A [`Connection`] hands out complete gateway messages as text and accepts
 //! text to send. [`Connection::next_message`] is cancel-safe: partial
@@ -13,15 +14,20 @@
 //! would otherwise pile up our pongs. Control frames are handed up as
 //! [`Incoming::Control`] so a ping flood counts as work the shard yields
 //! after, instead of a loop inside this module that never returns.
+//!
+//! Every message in and out, and the close, goes through the connection's
+//! [`WireTrace`] (`RUST_LOG=smolcord::wire=trace`; free when off).
 
 #[cfg(feature = "zlib")]
 mod inflate;
+pub mod tls;
 mod url;
 
 #[cfg(feature = "zlib")]
 pub use inflate::{InflateError, Inflater};
 pub use url::gateway_connect_url;
 
+use crate::wire::{Direction, WireTrace};
 use async_tungstenite::smol::ConnectStream;
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::header::{HeaderValue, USER_AGENT};
@@ -135,6 +141,7 @@ impl std::error::Error for TransportError {}
 pub struct Connection {
     ws: WebSocketStream<ConnectStream>,
     limits: Limits,
+    trace: WireTrace,
     #[cfg(feature = "zlib")]
     inflater: Option<Inflater>,
 }
@@ -143,13 +150,14 @@ impl Connection {
     /// Connects to `base_url` with `?v=10&encoding=json` (and
     /// `&compress=zlib-stream` when `compress`), giving up after `timeout`.
     /// The handshake carries `user_agent` (Discord does not need one on the
-    /// gateway; some proxies and gateways do).
+    /// gateway; some proxies and gateways do). Frames are traced to `trace`.
     pub async fn connect(
         base_url: &str,
         compress: bool,
         timeout: Duration,
         limits: Limits,
         user_agent: &str,
+        trace: WireTrace,
     ) -> Result<Connection, TransportError> {
         #[cfg(not(feature = "zlib"))]
         if compress {
@@ -177,22 +185,31 @@ impl Connection {
             .max_message_size(Some(limits.max_message_bytes))
             .max_frame_size(Some(limits.max_frame_bytes));
         let attempt = async {
-            async_tungstenite::smol::connect_async_with_config(request, Some(config))
-                .await
-                .map(Some)
-                .map_err(|err| connect_error(err.to_string()))
+            let tls = futures_rustls::TlsConnector::from(tls::client_config());
+            async_tungstenite::smol::connect_async_with_tls_connector_and_config(
+                request,
+                Some(tls),
+                Some(config),
+            )
+            .await
+            .map(Some)
+            .map_err(|err| connect_error(err.to_string()))
         };
         let timed_out = async {
             async_io::Timer::after(timeout).await;
             Ok(None)
         };
         match future::or(attempt, timed_out).await? {
-            Some((ws, _response)) => Ok(Connection {
-                ws,
-                limits,
-                #[cfg(feature = "zlib")]
-                inflater: compress.then(|| Inflater::with_limit(limits.max_message_bytes)),
-            }),
+            Some((ws, _response)) => {
+                trace.connected(&url);
+                Ok(Connection {
+                    ws,
+                    limits,
+                    trace,
+                    #[cfg(feature = "zlib")]
+                    inflater: compress.then(|| Inflater::with_limit(limits.max_message_bytes)),
+                })
+            }
             None => Err(TransportError::ConnectTimeout {
                 url,
                 after: timeout,
@@ -204,7 +221,10 @@ impl Connection {
     /// connection ended. Cancel-safe.
     pub async fn next_message(&mut self) -> Result<Incoming, TransportError> {
         let message = match self.ws.next().await {
-            None => return Ok(Incoming::Closed(None)),
+            None => {
+                self.trace.closed(Direction::In, None);
+                return Ok(Incoming::Closed(None));
+            }
             Some(Err(WsError::Capacity(err))) => {
                 return Err(TransportError::TooLarge {
                     detail: err.to_string(),
@@ -215,12 +235,22 @@ impl Connection {
             Some(Ok(message)) => message,
         };
         match message {
-            Message::Text(text) => Ok(Incoming::Text(text.as_str().to_owned())),
+            Message::Text(text) => {
+                self.trace.received(text.as_str());
+                Ok(Incoming::Text(text.as_str().to_owned()))
+            }
             Message::Binary(bytes) => Ok(match self.inflate(&bytes)? {
-                Some(text) => Incoming::Text(text),
+                Some(text) => {
+                    self.trace.received(&text);
+                    Incoming::Text(text)
+                }
                 None => Incoming::Control,
             }),
-            Message::Close(frame) => Ok(Incoming::Closed(frame.map(|frame| u16::from(frame.code)))),
+            Message::Close(frame) => {
+                let code = frame.map(|frame| u16::from(frame.code));
+                self.trace.closed(Direction::In, code);
+                Ok(Incoming::Closed(code))
+            }
             // tungstenite queues the pong itself (one at most).
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Ok(Incoming::Control),
         }
@@ -251,6 +281,7 @@ impl Connection {
 
     /// Sends one gateway message.
     pub async fn send(&mut self, text: String) -> Result<(), TransportError> {
+        self.trace.sent(&text);
         self.ws
             .send(Message::text(text))
             .await
@@ -263,8 +294,10 @@ impl Connection {
     /// cannot take a close frame either).
     pub async fn close(mut self, code: u16, bound: Duration) {
         if bound.is_zero() {
+            self.trace.closed(Direction::Out, None);
             return;
         }
+        self.trace.closed(Direction::Out, Some(code));
         let handshake = async {
             let frame = CloseFrame {
                 code: WsCloseCode::from(code),

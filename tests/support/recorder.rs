@@ -1,118 +1,16 @@
-//! Shared by the tests/recorder_*.rs binaries: a journal sink that stalls on
-//! demand, a logger that captures what the recorder says, and a bounded
-//! wait on either.
-// Tests may block: the stalled "fsync" is a blocking wait on the pool, and
-// the sink writes its file with std::fs. Not every binary uses every helper.
-#![allow(clippy::disallowed_methods, dead_code)]
+//! The recorder's rig: a journal sink that stalls on demand (a stalled
+//! disk) and failures whose text must never leak. Its events wake
+//! [`super::wait::wait_until`].
 
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
-use event_listener::Event;
-use futures_lite::future::{self, Boxed};
+use futures_lite::future::Boxed;
 use smolcord::offload;
 use smolcord::recorder::{Failure, FailureKind, JournalSink, SinkError};
-
-/// Fired whenever a captured log line or a sink event arrives.
-static CHANGED: Event = Event::new();
-
-// ---- the log capture ------------------------------------------------------
-
-/// One captured log line.
-#[derive(Clone, Debug)]
-pub struct Line {
-    pub level: log::Level,
-    pub text: String,
-}
-
-static LINES: Mutex<Vec<Line>> = Mutex::new(Vec::new());
-
-struct Capture;
-
-impl log::Log for Capture {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.target().starts_with("smolcord")
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            lines().push(Line {
-                level: record.level(),
-                text: record.args().to_string(),
-            });
-            CHANGED.notify(usize::MAX);
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn lines() -> MutexGuard<'static, Vec<Line>> {
-    LINES.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Installs the capturing logger (once per test binary) and serialises the
-/// tests that read it: returns a guard to hold for the whole test.
-pub fn serial_with_log() -> MutexGuard<'static, ()> {
-    static INSTALL: Once = Once::new();
-    static SERIAL: Mutex<()> = Mutex::new(());
-    INSTALL.call_once(|| {
-        log::set_logger(&Capture).expect("no other logger in this test binary");
-        log::set_max_level(log::LevelFilter::Info);
-    });
-    let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    lines().clear();
-    guard
-}
-
-/// The warnings captured since the test began.
-pub fn warnings() -> Vec<String> {
-    lines()
-        .iter()
-        .filter(|l| l.level == log::Level::Warn)
-        .map(|l| l.text.clone())
-        .collect()
-}
-
-/// The warnings containing `needle`.
-pub fn warnings_with(needle: &str) -> Vec<String> {
-    warnings()
-        .into_iter()
-        .filter(|w| w.contains(needle))
-        .collect()
-}
-
-/// Waits (on events, at most `bound`) until `cond` holds; panics naming `what`.
-pub async fn wait_until(what: &str, bound: Duration, mut cond: impl FnMut() -> bool) {
-    let give_up = Instant::now() + bound;
-    loop {
-        let listener = CHANGED.listen();
-        if cond() {
-            return;
-        }
-        let woke = future::or(
-            async {
-                listener.await;
-                true
-            },
-            async {
-                Timer::at(give_up).await;
-                false
-            },
-        )
-        .await;
-        if !woke {
-            assert!(cond(), "timed out after {bound:?} waiting for {what}");
-            return;
-        }
-    }
-}
-
-// ---- the stallable sink ---------------------------------------------------
 
 /// A gate the sink's "fsync" waits at while it is closed.
 pub struct Gate {
@@ -175,7 +73,7 @@ impl StallSink {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((Instant::now(), event));
-        CHANGED.notify(usize::MAX);
+        super::wait::changed();
     }
 
     /// When each `event` happened.

@@ -1,13 +1,11 @@
 //! A minimal gateway + HTTP test client for the simulator's tests: raw
 //! async-tungstenite on smol, and raw HTTP/1.1 over async-net. Every wait
 //! is bounded; a timeout panics with what was awaited.
-#![allow(dead_code)]
 
 use async_net::TcpStream;
 use async_tungstenite::tungstenite::Message;
 use async_tungstenite::WebSocketStream;
 use flate2::{Decompress, FlushDecompress};
-use futures_lite::future::or;
 use futures_lite::{AsyncReadExt, AsyncWriteExt, StreamExt};
 use serde_json::{json, Value};
 use smolcord::sim::{SimConfig, Simulator, DEFAULT_SIM_TOKEN, SYNC_FLUSH_SUFFIX};
@@ -15,24 +13,19 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::wait::{self, block_within};
+
 /// Bound on any single wait.
 pub const WAIT: Duration = Duration::from_secs(5);
 
-/// Runs a test body with an overall bound.
+/// Runs a test body with an overall bound of 30 s.
 pub fn run<F: Future<Output = ()>>(f: F) {
-    smol::block_on(or(f, async {
-        async_io::Timer::after(Duration::from_secs(30)).await;
-        panic!("test did not finish within 30 s");
-    }))
+    block_within(Duration::from_secs(30), f)
 }
 
 /// Awaits `f` or panics naming `what` after [`WAIT`].
 pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
-    or(f, async {
-        async_io::Timer::after(WAIT).await;
-        panic!("timed out waiting for {what}");
-    })
-    .await
+    wait::within(what, WAIT, f).await
 }
 
 pub fn sim() -> Simulator {

@@ -1,8 +1,6 @@
-//! Shared rig for the bridge's end-to-end tests: a simulator on 127.0.0.1,
-//! a temp state dir, a shard and a bridge on one local executor, and
-//! bounded waits on what the simulator saw.
-// Tests may block (std::fs); the loop rule is for the crate.
-#![allow(clippy::disallowed_methods, dead_code)]
+//! The bridge's rig: a simulator on 127.0.0.1, a temp state dir, a shard
+//! and a bridge on one local executor, and bounded waits on what the
+//! simulator saw.
 
 use smol::channel::Sender;
 use smol::{LocalExecutor, Task};
@@ -17,25 +15,25 @@ use smolcord::token::Token;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::logs;
+use super::wait::{block_within, wait_until};
 
 pub const OWNER: u64 = 1_200_000_000_000_000_010;
 pub const ALICE: u64 = 1_200_000_000_000_000_011;
 pub const STRANGER: u64 = 1_200_000_000_000_000_012;
 pub const BOB: u64 = 1_200_000_000_000_000_013;
 
-/// Runs a test body on a local executor with a hard bound.
+/// Runs a test body on a local executor (logs captured) with a hard bound.
 pub fn run<T>(limit: Duration, body: impl FnOnce(Rc<LocalExecutor<'static>>) -> T) -> T::Output
 where
     T: Future,
 {
-    let _ = env_logger::builder().is_test(true).try_init();
+    logs::capture();
     let ex = Rc::new(LocalExecutor::new());
     let fut = body(ex.clone());
-    smol::block_on(ex.run(futures_lite::future::or(fut, async move {
-        async_io::Timer::after(limit).await;
-        panic!("test did not finish within {limit:?}");
-    })))
+    block_within(limit, ex.run(fut))
 }
 
 pub struct Rig {
@@ -263,21 +261,6 @@ impl Rig {
             .unwrap_or_default();
         names.sort();
         names
-    }
-}
-
-/// Polls `check` every 20 ms until it gives `Some`, or panics naming `what`
-/// after `limit`. (A bounded wait on a condition, not a sleep.)
-pub async fn wait_until<T>(what: &str, limit: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        if Instant::now() >= deadline {
-            panic!("timed out after {limit:?} waiting for {what}");
-        }
-        async_io::Timer::after(Duration::from_millis(20)).await;
     }
 }
 

@@ -1,14 +1,14 @@
-//! Shared harness for tests that run the real shard against the simulator.
-#![allow(dead_code)] // each test binary uses a different part
+//! The shard's rig: the real shard against the simulator on one local
+//! executor (as smolcord runs it), and bounded waits on its events.
 
 use smol::LocalExecutor;
 use smolcord::shard::{Backoff, Dispatch, Shard, ShardConfig, ShardError, ShardEvent, ShardHandle};
-use smolcord::sim::{next_matching, SimConfig, SimEvent, Simulator};
+use smolcord::sim::{SimConfig, Simulator};
+
+use super::logs;
+use super::wait::SOON;
 use std::future::Future;
 use std::time::{Duration, Instant};
-
-/// A generous bound for anything that should happen "soon".
-pub const SOON: Duration = Duration::from_secs(10);
 
 /// A simulator beating every `interval_ms`, with room for many commands.
 pub fn sim(interval_ms: u64) -> Simulator {
@@ -44,7 +44,7 @@ where
     F: FnOnce(ShardHandle, std::rc::Rc<LocalExecutor<'static>>) -> Fut,
     Fut: Future<Output = T>,
 {
-    capture_logs();
+    logs::capture();
     let ex = std::rc::Rc::new(LocalExecutor::new());
     let (shard, handle) = Shard::new(config);
     let driver = ex.spawn(smolcord::loopwatch::watch("gateway", shard.run()));
@@ -94,48 +94,4 @@ pub async fn wait_dispatch(handle: &ShardHandle, name: &str) -> Dispatch {
         Ok(ShardEvent::Dispatch(dispatch)) => dispatch,
         other => panic!("expected {name}, got {other:?}"),
     }
-}
-
-/// The next simulator event matching `pred` on `rx`, or panics.
-pub async fn wait_sim(
-    rx: &smol::channel::Receiver<SimEvent>,
-    what: &str,
-    pred: impl FnMut(&SimEvent) -> bool,
-) -> SimEvent {
-    next_matching(rx, SOON, pred)
-        .await
-        .unwrap_or_else(|| panic!("timed out waiting for the simulator to see {what}"))
-}
-
-static LOGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-struct CaptureLogger;
-
-impl log::Log for CaptureLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Debug
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let line = format!("{} {}: {}", record.level(), record.target(), record.args());
-            if std::env::var_os("TEST_LOG").is_some() {
-                eprintln!("{line}");
-            }
-            LOGS.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-        }
-    }
-    fn flush(&self) {}
-}
-
-/// Captures every log line of this test binary (debug and above); set
-/// `TEST_LOG=1` to see them on stderr too.
-pub fn capture_logs() {
-    if log::set_logger(&CaptureLogger).is_ok() {
-        log::set_max_level(log::LevelFilter::Debug);
-    }
-}
-
-/// Every log line captured so far.
-pub fn logs() -> Vec<String> {
-    LOGS.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
