@@ -8,15 +8,16 @@
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 
-mod bridge_support;
+mod support;
 
-use bridge_support::*;
 use serde_json::json;
 use smolcord::bridge::OUTBOX_DIR;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::Nonce;
 use smolcord::sim::{SimConfig, SimEvent};
 use std::time::Duration;
+use support::bridge::*;
+use support::wait::*;
 
 const T: Duration = Duration::from_secs(10);
 
