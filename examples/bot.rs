@@ -24,7 +24,7 @@ use futures_lite::{future, StreamExt};
 use smolcord::protocol::{Intents, Message};
 use smolcord::rest::RestClient;
 use smolcord::shard::{
-    GatewayInfo, RemoteIdentifyQueue, ShardConfig, ShardEvent, ShardRange, ShardSet, ShardSetHandle,
+    RemoteIdentifyQueue, ShardConfig, ShardEvent, ShardRange, ShardSet, ShardSetHandle,
 };
 use smolcord::token::Token;
 use std::process::ExitCode;
@@ -58,17 +58,7 @@ async fn run() -> Result<(), String> {
     let intents = Intents::DIRECT_MESSAGES.union(Intents::GUILD_MESSAGES);
     let mut config = ShardConfig::new(token, intents);
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL").unwrap_or(bot.url));
-    let info_rest = rest.clone();
-    config.gateway_info = Some(Arc::new(move || {
-        let rest = info_rest.clone();
-        Box::pin(async move {
-            let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-            Ok(GatewayInfo {
-                url: bot.url,
-                session_start_limit: Some(bot.session_start_limit),
-            })
-        })
-    }));
+    config.gateway_info = Some(rest.gateway_info_source());
     if let Some(url) = env("SMOLCORD_IDENTIFY_QUEUE_URL") {
         config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(url)));
     }

@@ -8,10 +8,7 @@
 mod support;
 
 use smolcord::rest::RestClient;
-use smolcord::shard::{
-    GatewayInfo, RemoteIdentifyQueue, SessionStartLimit, ShardConfig, ShardEvent, ShardSet,
-    ShardSetHandle,
-};
+use smolcord::shard::{RemoteIdentifyQueue, ShardConfig, ShardEvent, ShardSet, ShardSetHandle};
 use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simulator};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -43,17 +40,7 @@ fn set_config(sim: &Simulator) -> ShardConfig {
     let mut config = shard_config(sim);
     config.identify_window = WINDOW;
     let rest = RestClient::new(&sim.api_base(), sim.config().token.clone());
-    config.gateway_info = Some(Arc::new(move || {
-        let rest = rest.clone();
-        Box::pin(async move {
-            let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-            let limit: SessionStartLimit = bot.session_start_limit;
-            Ok(GatewayInfo {
-                url: bot.url,
-                session_start_limit: Some(limit),
-            })
-        })
-    }));
+    config.gateway_info = Some(rest.gateway_info_source());
     config
 }
 

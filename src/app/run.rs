@@ -11,14 +11,13 @@ use crate::loopwatch;
 use crate::protocol::Intents;
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::rest::RestClient;
-use crate::shard::{GatewayInfo, SessionHistory, Shard, ShardConfig};
+use crate::shard::{SessionHistory, Shard, ShardConfig};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
 use std::cell::Cell;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Exit code after an owner's `!restart`: non-zero, so a supervisor with
@@ -148,17 +147,7 @@ where
         .max_gateway_message_bytes
         .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
     shard_config.state = bridge::load_session_state(&config.state_dir).await;
-    let info_rest = rest.clone();
-    shard_config.gateway_info = Some(Arc::new(move || {
-        let rest = info_rest.clone();
-        Box::pin(async move {
-            let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-            Ok(GatewayInfo {
-                url: bot.url,
-                session_start_limit: Some(bot.session_start_limit),
-            })
-        })
-    }));
+    shard_config.gateway_info = Some(rest.gateway_info_source());
     let (shard, handle) = Shard::new(shard_config);
     let state_dir = config.state_dir.clone();
 

@@ -21,6 +21,7 @@ use super::split::MESSAGE_LIMIT;
 use super::types::{Channel, Message};
 use crate::offload::unblock;
 use crate::protocol::GatewayBot;
+use crate::shard::{GatewayInfo, GatewayInfoSource};
 use crate::token::Token;
 
 /// The `User-Agent` Discord requires (`DiscordBot ($url, $version)`).
@@ -129,6 +130,22 @@ impl RestClient {
     /// The REST base URL.
     pub fn api_base(&self) -> &str {
         &self.shared.api_base
+    }
+
+    /// `GET /gateway/bot` as a shard's [`GatewayInfoSource`]: where to
+    /// connect and the identify budget, asked before each fresh identify.
+    pub fn gateway_info_source(&self) -> GatewayInfoSource {
+        let rest = self.clone();
+        Arc::new(move || {
+            let rest = rest.clone();
+            Box::pin(async move {
+                let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
+                Ok(GatewayInfo {
+                    url: bot.url,
+                    session_start_limit: Some(bot.session_start_limit),
+                })
+            })
+        })
     }
 
     /// `GET /gateway/bot`: gateway URL, shard count, identify budget.

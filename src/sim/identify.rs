@@ -9,7 +9,7 @@ use super::session::{ReplayError, Session};
 use super::state::{ConnCmd, Out};
 use crate::protocol::{shard_for_guild, Frame, Identify, Intents, Resume};
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 type Refusal = (u16, String);
 
