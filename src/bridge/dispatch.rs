@@ -3,11 +3,13 @@
 //! taking events (so the shard stops reading: backpressure), or drops a
 //! message the bridge would not answer anyway (counted, logged at most
 //! every [`DROP_LOG_INTERVAL`]; see [`super::queue`]). Messages are
-//! classified and queued per channel;
-//! READY/RESUMED restore access before any decision and send the restart
-//! and safe-mode notices; heartbeats trigger the (coalesced, background)
-//! session and status saves; the owner's `!restart` writes its marker and
-//! ends the loop. On the way out: the bounded drain and the final save.
+//! classified and queued per channel, behind the replies an earlier run
+//! left on record (queued first, [`Loop::recover`]);
+//! READY/RESUMED write the session at once, restore access before any
+//! decision and send the restart and safe-mode notices; heartbeats trigger
+//! the (coalesced, background) session and status saves; the owner's
+//! `!restart` writes its marker and ends the loop. On the way out: the
+//! bounded drain and the final save.
 
 use super::access::{self, Role};
 use super::counters;

@@ -7,10 +7,12 @@
 //! per channel (one channel in order, channels concurrently), and handled by
 //! its channel's worker: access and pairing, voice-note transcription, the
 //! agent (or the spool), delivery with DM fallback. A results poller
-//! delivers `spool/results/`. State goes to disk through
-//! [`crate::offload`]; the session, status, runtime and directory files are
-//! written by coalescing background writers, so no message ever waits for a
-//! disk write it does not need.
+//! delivers `spool/results/`. Replies go out exactly once as far as Discord
+//! allows: on record in the outbox before they are sent, each part under a
+//! nonce derived from what it answers (modules `outbox`, `nonce`, `worker`).
+//! State goes to disk through [`crate::offload`]; the session, status,
+//! runtime and directory files are written by coalescing background
+//! writers, so no message ever waits for a disk write it does not need.
 //!
 //! ```no_run
 //! # use smolcord::{bridge::{self, Bridge, BridgeOutcome}, config::Config, recorder::Recorder,

@@ -4,7 +4,8 @@
 //! [`DELIVERY_WORKERS`] delivery tasks, which read and parse it off the
 //! loop (at most `max_result_bytes`, never through a symbolic link),
 //! deliver it (falling back and archiving as [`super::delivery`] says), and
-//! set bad files aside. While pairing codes are pending it also ticks every
+//! set bad files aside. A result of several parts goes on after a restart
+//! from the part after the last one its outbox record lists. While pairing codes are pending it also ticks every
 //! `results_poll_ms` to notice approvals, so an approved user hears about it
 //! without writing again. Otherwise nothing runs in between: an idle bridge
 //! wakes here only for a safety re-scan once a minute.

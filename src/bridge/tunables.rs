@@ -26,7 +26,9 @@ pub struct Tunables {
     pub save_timeout: Duration,
     /// Channel directory writes are debounced by this much.
     pub directory_debounce: Duration,
-    /// Runtime state (processed ids, counter) writes are debounced by this much.
+    /// Runtime state writes (bot id, failure counter) are debounced by
+    /// this much; a message's processed mark is written at once and waited
+    /// for.
     pub runtime_debounce: Duration,
     /// Transcriptions running at once.
     pub transcribe_concurrency: usize,
