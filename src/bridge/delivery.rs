@@ -37,7 +37,7 @@ pub(crate) const REPLY_FILE: &str = "reply.txt";
 /// How a reply goes out: as messages, or as one file with a short message.
 /// A function of the text alone, so a delivery resumed after a restart cuts
 /// the same parts.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Plan {
     /// Up to [`MAX_REPLY_MESSAGES`] messages.
     Messages(Vec<String>),
