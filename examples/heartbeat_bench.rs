@@ -30,7 +30,7 @@ fn main() {
     let phase = Duration::from_secs(seconds);
     let sim = bench::start_sim(INTERVAL);
     let ex = LocalExecutor::new();
-    smol::block_on(ex.run(async {
+    smolcord::rt::block_on(ex.run(async {
         let handle = bench::spawn_shard(&ex, &sim, false);
         bench::ready(&handle).await;
         println!("heartbeat every {INTERVAL:?}; {seconds} s per phase\n");

@@ -57,7 +57,7 @@ fn main() {
     );
 
     let ex = LocalExecutor::new();
-    smol::block_on(ex.run(async {
+    smolcord::rt::block_on(ex.run(async {
         bench_writes(&ex, &dir, false).await;
         bench_writes(&ex, &dir, true).await;
         bench_commands(&ex).await;

@@ -16,6 +16,7 @@ pub mod offload;
 pub mod protocol;
 pub mod recorder;
 pub mod rest;
+pub mod rt;
 pub mod shard;
 #[cfg(feature = "sim")]
 pub mod sim;

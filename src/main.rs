@@ -17,10 +17,11 @@ usage:
   smolcord pair CODE [--config F]
                                approve a pairing code
   smolcord status [--json] [--config F]
-                               print the status (charts, session timeline;
-                               --json: docs/status.schema.json); exit 1 if
-                               the last heartbeat ACK is older than two
-                               intervals
+                               the running bridge's live status (asked on
+                               status.sock), else status.json: charts, session
+                               timeline (--json: docs/status.schema.json);
+                               exit 1 if the last heartbeat ACK is older than
+                               two intervals or the process does not answer
   smolcord failures [--last N] [--config F]
                                print the failure journal
 

@@ -9,6 +9,7 @@ mod support;
 use smolcord::bridge::BridgeOutcome;
 use smolcord::protocol::Intents;
 use smolcord::sim::{SimEvent, SimGuild};
+use smolcord::status::socket;
 use std::time::Duration;
 use support::bridge::*;
 use support::wait::*;
@@ -161,13 +162,23 @@ fn session_status_and_directory_are_saved_in_the_background() {
         };
         let (_, dm) = rig.sim.send_dm(ALICE, "alice", "hi");
         rig.message_containing(dm, "ok", T).await;
-        // Saved at the heartbeats (500 ms here), not by the message path.
-        let status = wait_until("status.json with the reply counted", T, || {
-            rig.json("status.json")
-                .filter(|s| s["bridge"]["replies_delivered"] == 1 && s["connected"] == true)
-        })
-        .await;
-        assert_eq!(status["bridge"]["messages_handled"], 1);
+        // The live status answers on status.sock; status.json was written
+        // when the session started (not per heartbeat, not by the message path).
+        let deadline = std::time::Instant::now() + T;
+        let live = loop {
+            match socket::query(rig.state(), socket::QUERY_BOUND).await {
+                socket::Query::Live(s) if s.bridge["replies_delivered"] == 1 => break s,
+                other => assert!(
+                    std::time::Instant::now() < deadline,
+                    "no live status with the reply counted: {other:?}"
+                ),
+            }
+            async_io::Timer::after(Duration::from_millis(20)).await;
+        };
+        assert!(live.connected);
+        assert_eq!(live.bridge["messages_handled"], 1);
+        let status = wait_until("status.json", T, || rig.json("status.json")).await;
+        assert_eq!(status["connected"], true);
         let session = wait_until("session.json", T, || rig.json("session.json")).await;
         assert_eq!(session["session"]["session_id"], session_id.as_str());
 

@@ -2,10 +2,9 @@
 //! and threads once connected, wake-ups over an idle window, RSS after a
 //! burst of MESSAGE_CREATE events, and how it takes SIGTERM.
 
-use crate::procfs::{self, Status, Switches};
+use crate::procfs::{self, Status};
 use crate::shard_client::BlockOn;
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -16,6 +15,8 @@ pub enum Client {
     Bridge(PathBuf),
     /// `footprint --shard-client` (the library's shard alone).
     ShardOnly(PathBuf, BlockOn),
+    /// The twilight-gateway idle peer (scripts/compat/twilight-idle).
+    Twilight(PathBuf),
 }
 
 /// What to do.
@@ -33,6 +34,14 @@ pub struct Plan {
     /// Author them as the bot itself (the bridge ignores its own messages)
     /// rather than as a stranger (who gets a pairing reply).
     pub from_self: bool,
+    /// More environment for smolcord's children (e.g. `GLIBC_TUNABLES`).
+    pub child_env: Vec<(String, String)>,
+    /// How often the idle windows sample every thread.
+    pub sample_every: Duration,
+    /// How long the simulator holds back each frame once READY: a network
+    /// round trip, so a heartbeat's ACK arrives after the client went back
+    /// to sleep, as from Discord (on loopback it would arrive at once).
+    pub rtt: Duration,
 }
 
 /// What was measured.
@@ -43,18 +52,6 @@ pub struct Report {
     pub idle_threads: String,
     /// Whether it runs with a dynamic loader (a glibc build), not static.
     pub dynamic: bool,
-    /// Voluntary switches over the window, all threads.
-    pub wakeups: u64,
-    /// ... per thread name.
-    pub wakeups_by_thread: BTreeMap<String, u64>,
-    /// Involuntary switches over the window.
-    pub preemptions: u64,
-    /// Threads seen during the window.
-    pub threads_seen: usize,
-    /// Heartbeats the simulator got during the window.
-    pub beats_in_window: u64,
-    /// The window actually measured.
-    pub window: Duration,
     /// After the events were all read, settled.
     pub after_events: Status,
     /// Threads then.
@@ -64,8 +61,25 @@ pub struct Report {
     /// The subprocess phase: (peak RSS sampled, KiB; most children at
     /// once; how long), if it ran.
     pub subprocesses: Option<Result<(u64, usize, Duration), String>>,
+    /// Idle again after the subprocesses (async-process's thread and the
+    /// blocking pool have been used): wake-ups/min, per thread, threads
+    /// alive at the end, RSS.
+    pub idle_after_work: Option<Result<AfterWork, String>>,
     /// SIGTERM to exit, and how it exited (`None`: killed after 10 s).
     pub stop: (Duration, Option<ExitStatus>),
+}
+
+/// The idle window after the subprocess phase.
+pub struct AfterWork {
+    /// Wake-ups per minute, all threads.
+    pub per_min: f64,
+    /// ... per thread family, per minute.
+    pub by_thread: String,
+    /// Threads alive at the end.
+    pub threads: String,
+    /// RSS then, and its anonymous part.
+    pub rss_kib: u64,
+    pub anon_kib: u64,
 }
 
 /// Kills the child on every way out.
@@ -175,8 +189,54 @@ fn subprocess_phase(sim: &Simulator, pid: u32, n: u32) -> Result<(u64, usize, Du
     ))
 }
 
-/// Runs the plan against `client`.
-pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
+/// A client running as a child against its own simulator, READY and past
+/// its first heartbeat.
+pub struct Running {
+    /// Its simulator (the child's gateway and REST).
+    pub sim: Simulator,
+    /// Its state dir (removed on drop).
+    _state: tempfile::TempDir,
+    /// The process (killed on drop).
+    child: Guard,
+    /// Its pid.
+    pub pid: u32,
+    /// Its live connection, as the simulator numbers it.
+    pub conn: u64,
+}
+
+impl Running {
+    /// Heartbeats the simulator has counted on the live connection.
+    pub fn beats(&self) -> u64 {
+        beats_of(&self.sim, self.conn)
+    }
+
+    /// SIGTERM, then waits up to 10 s: how long it took and how it exited
+    /// (`None`: still running, killed on drop).
+    pub fn stop(mut self) -> Result<(Duration, Option<ExitStatus>), String> {
+        let started = Instant::now();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child.0),
+            rustix::process::Signal::TERM,
+        )
+        .map_err(|e| format!("SIGTERM: {e}"))?;
+        let mut exit = None;
+        while started.elapsed() < Duration::from_secs(10) {
+            if let Some(status) = self.child.0.try_wait().map_err(|e| e.to_string())? {
+                exit = Some(status);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let took = started.elapsed();
+        drop(self.child);
+        self.sim.shutdown();
+        Ok((took, exit))
+    }
+}
+
+/// Starts `client` against a fresh simulator and waits for READY and its
+/// first heartbeat (the first is jittered over one interval).
+pub fn start(client: &Client, plan: &Plan) -> Result<Running, String> {
     let sim = Simulator::start(SimConfig {
         heartbeat_interval: plan.heartbeat,
         ..SimConfig::default()
@@ -208,6 +268,7 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
             ]);
             c
         }
+        Client::Twilight(path) => Command::new(path),
     };
     // What the container and the unit give it: no HOME, only its variables.
     command
@@ -217,6 +278,14 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
         .env("SMOLCORD_API_BASE", sim.api_base())
         .env("SMOLCORD_STATE_DIR", state.path())
         .env("RUST_LOG", "warn")
+        .envs(
+            match client {
+                Client::Twilight(_) => &[][..],
+                _ => &plan.child_env[..],
+            }
+            .iter()
+            .map(|(k, v)| (k, v)),
+        )
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(log_err);
@@ -240,29 +309,31 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
             ));
         }
     };
-    // The first beat is jittered over one interval.
+    sim.fault(Fault::Delay(plan.rtt));
     wait_event(
         &sim,
         plan.heartbeat + Duration::from_secs(10),
         "first heartbeat",
         |e| matches!(e, SimEvent::Heartbeat { conn: c, .. } if *c == conn),
     )?;
+    Ok(Running {
+        sim,
+        _state: state,
+        child,
+        pid,
+        conn,
+    })
+}
+
+/// Runs the plan against `client`.
+pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
+    let running = start(client, plan)?;
+    let (sim, pid, conn) = (&running.sim, running.pid, running.conn);
+    // Settle: the blocking pool's idle threads exit, a start-up write ends.
     std::thread::sleep(SETTLE);
     let idle = procfs::status(pid).map_err(|e| e.to_string())?;
     let idle_threads = procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?);
     let dynamic = procfs::is_dynamic(pid).map_err(|e| e.to_string())?;
-
-    // The idle window, sampling threads every 100 ms.
-    let mut switches = Switches::default();
-    let beats_before = beats_of(&sim, conn);
-    let started = Instant::now();
-    switches.sample(pid).map_err(|e| e.to_string())?;
-    while started.elapsed() < plan.window {
-        std::thread::sleep(Duration::from_millis(100));
-        switches.sample(pid).map_err(|e| e.to_string())?;
-    }
-    let window = started.elapsed();
-    let beats_in_window = beats_of(&sim, conn) - beats_before;
 
     // The burst. A heartbeat asked for after it arrives after every event
     // in the stream: once it is in, the client has read them all.
@@ -295,44 +366,43 @@ pub fn measure(client: &Client, plan: &Plan) -> Result<Report, String> {
 
     let subprocesses = match client {
         Client::Bridge(_) if plan.subprocesses > 0 => {
-            Some(subprocess_phase(&sim, pid, plan.subprocesses))
+            Some(subprocess_phase(sim, pid, plan.subprocesses))
         }
         _ => None,
     };
 
+    let idle_after_work = subprocesses.as_ref().map(|_| {
+        std::thread::sleep(SETTLE);
+        let (switches, window) = procfs::sample_window(pid, plan.window, plan.sample_every)
+            .map_err(|e| e.to_string())?;
+        let minutes = window.as_secs_f64() / 60.0;
+        let status = procfs::status(pid).map_err(|e| e.to_string())?;
+        Ok(AfterWork {
+            per_min: switches.voluntary() as f64 / minutes,
+            by_thread: switches
+                .voluntary_by_name()
+                .into_iter()
+                .map(|(name, n)| format!("{name} {:.1}", n as f64 / minutes))
+                .collect::<Vec<_>>()
+                .join(", "),
+            threads: procfs::thread_names(&procfs::threads(pid).map_err(|e| e.to_string())?),
+            rss_kib: status.rss_kib,
+            anon_kib: status.anon_kib,
+        })
+    });
+
     // SIGTERM: drain and exit 0 within a few seconds.
-    let stop_started = Instant::now();
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child.0),
-        rustix::process::Signal::TERM,
-    )
-    .map_err(|e| format!("SIGTERM: {e}"))?;
-    let mut exit = None;
-    while stop_started.elapsed() < Duration::from_secs(10) {
-        if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {
-            exit = Some(status);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let stop = (stop_started.elapsed(), exit);
-    drop(child);
-    sim.shutdown();
+    let stop = running.stop()?;
 
     Ok(Report {
         idle,
         idle_threads,
         dynamic,
-        wakeups: switches.voluntary(),
-        wakeups_by_thread: switches.voluntary_by_name(),
-        preemptions: switches.nonvoluntary(),
-        threads_seen: switches.threads_seen(),
-        beats_in_window,
-        window,
         after_events,
         after_threads,
         events_elapsed,
         subprocesses,
+        idle_after_work,
         stop,
     })
 }

@@ -1,34 +1,49 @@
 //! What smolcord costs on a small host, as printed figures: binary sizes
-//! (default and minimal features), RSS idle-connected to the simulator and
-//! after 10 000 MESSAGE_CREATE events, threads alive when idle, idle
-//! wake-ups per minute with Discord's 41.25 s heartbeat, SIGTERM to exit,
-//! and dispatch throughput with zlib-stream off and on.
+//! (default and minimal features); dispatch throughput with zlib-stream off
+//! and on; the idle table — smolcord's shard alone, `smolcord run` and a
+//! twilight-gateway 0.18 peer connected side by side with Discord's
+//! 41.25 s heartbeat, wake-ups per thread, threads, RSS, medians over
+//! rounds with ratios; then per client: RSS idle and after 10 000
+//! MESSAGE_CREATE events, peak RSS with agent subprocesses, SIGTERM to exit.
 //!
 //! ```text
 //! cargo build --release --no-default-features
 //! cp target/release/smolcord /tmp/smolcord-minimal
 //! cargo build --release --bins --example footprint
+//! scripts/compat/twilight-idle/build.sh          # the twilight peer, once
 //! target/release/examples/footprint --minimal /tmp/smolcord-minimal
 //! ```
 //!
 //! Options: `--smolcord PATH` (default: `smolcord` next to `examples/`),
-//! `--minimal PATH`, `--window-secs N` (60), `--heartbeat-ms N` (41250),
-//! `--events N` (10000), `--rounds N` (5, throughput), `--from stranger`
+//! `--minimal PATH`, `--twilight PATH` (default: the build.sh output, if
+//! built), `--also LABEL=PATH` (another smolcord binary as one more column
+//! of the idle table, e.g. a static musl build; repeatable),
+//! `--child-env KEY=VALUE` (for smolcord's children, e.g.
+//! `GLIBC_TUNABLES=glibc.malloc.arena_max=1`; repeatable), `--window-secs
+//! N` (two heartbeat intervals: whole intervals hold the same beats every
+//! round), `--sample-ms N` (50), `--heartbeat-ms N` (41250), `--rtt-ms N`
+//! (50: the simulator holds back every frame once READY, a network round
+//! trip; on loopback an ACK would arrive before the client sleeps again
+//! and hide a wake-up), `--events N`
+//! (10000), `--rounds N` (5: idle table and throughput), `--from stranger`
 //! (inject DMs from a user instead of the bot's own messages), `--config
 //! JSON` (more keys for the bridge's config.json, e.g.
-//! `{"results_poll_ms": 60000}`), `--subprocesses N` (8; agent commands
-//! at once in the bridge, 0 skips),
-//! `--skip sizes,throughput,shard,bridge`.
+//! `{"results_poll_ms": 60000}`), `--subprocesses N` (8; agent commands at
+//! once in the bridge, 0 skips),
+//! `--skip sizes,throughput,idle,shard,bridge`.
 //!
-//! Children run with an empty environment against an in-process simulator
-//! on 127.0.0.1; the simulator's own thread and memory are not counted.
-//! Wake-ups are voluntary context switches of all the child's threads, read
-//! from /proc every 100 ms (a thread born and gone in between is missed).
+//! Children run with an empty environment against in-process simulators on
+//! 127.0.0.1; the simulators' own threads and memory are not counted.
+//! Wake-ups are voluntary context switches of every thread of the child,
+//! read from /proc/PID/task every `--sample-ms`: threads that start and end
+//! inside the window are counted (a thread born and gone between two
+//! samples would be missed; blocking-pool threads live ≥ 0.5 s).
 // A benchmark driver, not the event loop: it reads /proc and sleeps
 // between samples on purpose.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod child;
+mod idle;
 mod procfs;
 mod shard_client;
 mod throughput;
@@ -48,6 +63,8 @@ struct Args {
     skip: Vec<String>,
     shard_client: Option<String>,
     block_on: BlockOn,
+    twilight: Option<PathBuf>,
+    also: Vec<(String, PathBuf)>,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -57,9 +74,12 @@ fn parse() -> Result<Args, lexopt::Error> {
         minimal: None,
         plan: Plan {
             heartbeat: Duration::from_millis(41_250),
-            window: Duration::from_secs(60),
+            window: Duration::ZERO,
             events: 10_000,
             from_self: true,
+            child_env: Vec::new(),
+            rtt: Duration::from_millis(50),
+            sample_every: Duration::from_millis(50),
             config_json: None,
             subprocesses: 8,
         },
@@ -67,13 +87,17 @@ fn parse() -> Result<Args, lexopt::Error> {
         skip: Vec::new(),
         shard_client: None,
         block_on: BlockOn::AsyncIo,
+        twilight: None,
+        also: Vec::new(),
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("smolcord") => args.smolcord = Some(parser.value()?.into()),
             Long("minimal") => args.minimal = Some(parser.value()?.into()),
-            Long("window-secs") => args.plan.window = Duration::from_secs(parser.value()?.parse()?),
+            Long("window-secs") => {
+                args.plan.window = Duration::from_secs_f64(parser.value()?.parse()?)
+            }
             Long("heartbeat-ms") => {
                 args.plan.heartbeat = Duration::from_millis(parser.value()?.parse()?)
             }
@@ -96,14 +120,36 @@ fn parse() -> Result<Args, lexopt::Error> {
                     .map(str::to_owned)
                     .collect();
             }
+            Long("twilight") => args.twilight = Some(parser.value()?.into()),
+            Long("rtt-ms") => args.plan.rtt = Duration::from_millis(parser.value()?.parse()?),
+            Long("also") => {
+                let value = parser.value()?.string()?;
+                let (label, path) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--also LABEL=PATH, not `{value}`"))?;
+                args.also.push((label.to_owned(), path.into()));
+            }
+            Long("child-env") => {
+                let value = parser.value()?.string()?;
+                let (key, val) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--child-env KEY=VALUE, not `{value}`"))?;
+                args.plan.child_env.push((key.to_owned(), val.to_owned()));
+            }
+            Long("sample-ms") => {
+                args.plan.sample_every = Duration::from_millis(parser.value()?.parse()?)
+            }
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
             Long("block-on") => {
                 let name = parser.value()?.string()?;
                 args.block_on = BlockOn::parse(&name)
-                    .ok_or_else(|| format!("--block-on async-io|futures-lite, not `{name}`"))?;
+                    .ok_or_else(|| format!("--block-on rt|async-io|futures-lite, not `{name}`"))?;
             }
             _ => return Err(arg.unexpected()),
         }
+    }
+    if args.plan.window.is_zero() {
+        args.plan.window = args.plan.heartbeat * 2;
     }
     Ok(args)
 }
@@ -141,7 +187,6 @@ fn size(label: &str, path: &Path, goal_mib: f64) {
 }
 
 fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
-    let per_min = report.wakeups as f64 * 60.0 / report.window.as_secs_f64();
     println!(
         "  idle, connected:   RSS {} (peak so far {}), {} threads: {}",
         kib_mib(report.idle.rss_kib),
@@ -161,27 +206,6 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
             verdict(report.idle.rss_kib as f64 * 1024.0 <= goal * MIB)
         );
     }
-    let by_thread: Vec<String> = report
-        .wakeups_by_thread
-        .iter()
-        .map(|(name, n)| format!("{name} {n}"))
-        .collect();
-    println!(
-        "  idle wake-ups:     {per_min:.1}/min (goal ≤ 4/min: {}): {} voluntary switches in {:.1} s ({}), {} heartbeats at {} ms{}; {} preemptions; {} threads seen",
-        verdict(per_min <= 4.0),
-        report.wakeups,
-        report.window.as_secs_f64(),
-        by_thread.join(", "),
-        report.beats_in_window,
-        plan.heartbeat.as_millis(),
-        if report.beats_in_window > 0 {
-            format!(" ≈ {:.1} per heartbeat", report.wakeups as f64 / report.beats_in_window as f64)
-        } else {
-            String::new()
-        },
-        report.preemptions,
-        report.threads_seen,
-    );
     println!(
         "  after {} events:  RSS {}, peak {}, {} threads: {} (read in {:.2} s)",
         plan.events,
@@ -199,6 +223,18 @@ fn print_child(name: &str, plan: &Plan, report: &Report, rss_goal: bool) {
             took.as_secs_f64()
         ),
         Some(Err(err)) => println!("  subprocesses:      failed: {err}"),
+        None => {}
+    }
+    match &report.idle_after_work {
+        Some(Ok(after)) => println!(
+            "  idle after them:   {:.1} wake-ups/min ({}); threads: {}; RSS {} ({} anonymous)",
+            after.per_min,
+            after.by_thread,
+            after.threads,
+            kib_mib(after.rss_kib),
+            kib_mib(after.anon_kib)
+        ),
+        Some(Err(err)) => println!("  idle after them:   failed: {err}"),
         None => {}
     }
     let (took, exit) = &report.stop;
@@ -251,8 +287,8 @@ fn main() {
     if !skip("throughput") {
         println!("dispatch throughput (MESSAGE_CREATE decoded and handed over, in process, median of {})", args.rounds);
         for (compress, block_on) in [
-            (false, BlockOn::AsyncIo),
-            (true, BlockOn::AsyncIo),
+            (false, BlockOn::Rt),
+            (true, BlockOn::Rt),
             (false, BlockOn::FuturesLite),
             (true, BlockOn::FuturesLite),
         ] {
@@ -283,21 +319,55 @@ fn main() {
         }
     }
 
+    if !skip("idle") {
+        // target/release/examples/footprint -> target/compat-twilight-idle/...
+        let twilight = args.twilight.clone().or_else(|| {
+            let target = me.parent()?.parent()?.parent()?;
+            let path = target.join("compat-twilight-idle/release/compat-twilight-idle");
+            path.exists().then_some(path)
+        });
+        let mut contenders = vec![
+            idle::Contender {
+                label: "shard alone".into(),
+                client: Client::ShardOnly(me.clone(), BlockOn::PRODUCT),
+            },
+            idle::Contender {
+                label: "smolcord run".into(),
+                client: Client::Bridge(smolcord.clone()),
+            },
+        ];
+        for (label, path) in &args.also {
+            contenders.push(idle::Contender {
+                label: label.clone(),
+                client: Client::Bridge(path.clone()),
+            });
+        }
+        match twilight {
+            Some(path) => contenders.push(idle::Contender {
+                label: "twilight 0.18".into(),
+                client: Client::Twilight(path),
+            }),
+            None => println!(
+                "twilight peer not measured: build it with scripts/compat/twilight-idle/build.sh (or pass --twilight PATH)"
+            ),
+        }
+        idle::run(&contenders, &args.plan, args.rounds);
+    }
+
     if !skip("shard") {
-        for block_on in [BlockOn::AsyncIo, BlockOn::FuturesLite] {
-            println!(
-                "shard-only client (the library's gateway client alone; this example as the child; {} block_on)",
-                block_on.name()
-            );
-            match child::measure(&Client::ShardOnly(me.clone(), block_on), &args.plan) {
-                Ok(report) => print_child(
-                    "exit by signal is expected here",
-                    &args.plan,
-                    &report,
-                    false,
-                ),
-                Err(err) => println!("  failed: {err}"),
-            }
+        let block_on = BlockOn::PRODUCT;
+        println!(
+            "shard-only client (the library's gateway client alone; this example as the child; {} block_on)",
+            block_on.name()
+        );
+        match child::measure(&Client::ShardOnly(me.clone(), block_on), &args.plan) {
+            Ok(report) => print_child(
+                "exit by signal is expected here",
+                &args.plan,
+                &report,
+                false,
+            ),
+            Err(err) => println!("  failed: {err}"),
         }
     }
 

@@ -12,6 +12,9 @@ pub struct Status {
     pub rss_kib: u64,
     /// Peak resident set size, KiB.
     pub hwm_kib: u64,
+    /// Of the RSS: anonymous memory (heap, stacks), KiB; the rest is file
+    /// pages (the binary, shared libraries) the kernel may share or drop.
+    pub anon_kib: u64,
     /// Threads alive.
     pub threads: u64,
 }
@@ -48,6 +51,7 @@ pub fn status(pid: u32) -> io::Result<Status> {
     Ok(Status {
         rss_kib: get("VmRSS")?,
         hwm_kib: get("VmHWM")?,
+        anon_kib: get("RssAnon")?,
         threads: get("Threads")?,
     })
 }
@@ -58,8 +62,9 @@ pub fn is_dynamic(pid: u32) -> io::Result<bool> {
     Ok(maps.contains("/libc.so") || maps.contains("/libc-") || maps.contains("/ld-musl"))
 }
 
-/// Every live thread of `pid`, by thread id. A thread that exits between
-/// listing and reading is skipped.
+/// Every live thread of `pid`, by thread id; the main thread (tid = pid)
+/// is named `main` whatever the program calls itself. A thread that exits
+/// between listing and reading is skipped.
 pub fn threads(pid: u32) -> io::Result<BTreeMap<u32, Thread>> {
     let mut threads = BTreeMap::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
@@ -77,7 +82,11 @@ pub fn threads(pid: u32) -> io::Result<BTreeMap<u32, Thread>> {
         threads.insert(
             tid,
             Thread {
-                name: comm.trim().to_owned(),
+                name: if tid == pid {
+                    "main".to_owned()
+                } else {
+                    comm.trim().to_owned()
+                },
                 voluntary: field(&status, "voluntary_ctxt_switches").unwrap_or(0),
                 nonvoluntary: field(&status, "nonvoluntary_ctxt_switches").unwrap_or(0),
             },
@@ -121,21 +130,38 @@ pub fn thread_names(threads: &BTreeMap<u32, Thread>) -> String {
 /// Context switches over a window, following threads that come and go.
 ///
 /// [`Switches::sample`] as often as practical: a thread born and gone
-/// between two samples is missed (it is counted in `threads_seen` only if
-/// sampled once).
+/// between two samples is missed entirely, and a thread's switches after
+/// the last sample that saw it are missed (blocking-pool threads linger
+/// 500 ms before they exit, so a 50 ms period catches them).
 #[derive(Debug, Default)]
 pub struct Switches {
     first: BTreeMap<u32, Thread>,
     last: BTreeMap<u32, Thread>,
+    /// Threads alive at the first sample.
+    initial: std::collections::BTreeSet<u32>,
+    /// Threads gone by a later sample.
+    ended: std::collections::BTreeSet<u32>,
+    samples: u64,
 }
 
 impl Switches {
     /// Records the threads' counters now.
     pub fn sample(&mut self, pid: u32) -> io::Result<()> {
-        for (tid, thread) in threads(pid)? {
+        let now = threads(pid)?;
+        let first_sample = self.samples == 0;
+        self.samples += 1;
+        for tid in self.last.keys() {
+            if !now.contains_key(tid) {
+                self.ended.insert(*tid);
+            }
+        }
+        for (tid, thread) in now {
+            if first_sample {
+                self.initial.insert(tid);
+            }
             // A thread first seen mid-window started at zero.
             self.first.entry(tid).or_insert_with(|| {
-                if self.last.is_empty() {
+                if first_sample {
                     thread.clone()
                 } else {
                     Thread {
@@ -183,5 +209,31 @@ impl Switches {
     /// Distinct threads sampled during the window.
     pub fn threads_seen(&self) -> usize {
         self.last.len()
+    }
+
+    /// Threads that started and ended inside the window.
+    pub fn transient(&self) -> usize {
+        self.ended
+            .iter()
+            .filter(|tid| !self.initial.contains(tid))
+            .count()
+    }
+}
+
+/// Samples `pid`'s threads every `every` for `window` (at least once at
+/// each end); the counters and the window actually covered.
+pub fn sample_window(
+    pid: u32,
+    window: std::time::Duration,
+    every: std::time::Duration,
+) -> io::Result<(Switches, std::time::Duration)> {
+    let mut switches = Switches::default();
+    let started = std::time::Instant::now();
+    loop {
+        switches.sample(pid)?;
+        if started.elapsed() >= window {
+            return Ok((switches, started.elapsed()));
+        }
+        std::thread::sleep(every);
     }
 }

@@ -3,13 +3,13 @@
 //! measure. It stands in for `smolcord run` where the bridge is not built,
 //! and shows what the bridge adds on top where it is.
 //!
-//! `--block-on futures-lite` drives the executor with
-//! `futures_lite::future::block_on` instead of `smol::block_on`
-//! (`async_io::block_on`): then the "async-io" thread alone waits on epoll
-//! and this thread just parks. With async-io's block_on, every I/O or timer
-//! event sets the "async-io" thread polling with a backoff (50 µs .. 10 ms,
-//! about ten wake-ups) while the main thread holds the reactor; the idle
-//! wake-up count shows the difference.
+//! `--block-on rt|futures-lite|async-io` chooses what drives the executor:
+//! smolcord's own runtime (`smolcord::rt::block_on`, what the binary runs:
+//! this thread also waits on epoll for its sockets and timers), or
+//! `futures_lite::future::block_on` (the "async-io" thread alone waits on
+//! epoll and wakes this one), or `smol::block_on` (= `async_io::block_on`:
+//! after every event the "async-io" thread polls with a backoff, 50 µs ..
+//! 10 ms, about ten wake-ups). The idle table shows the difference.
 
 use smolcord::protocol::{Intents, Message};
 use smolcord::shard::{Shard, ShardConfig, ShardEvent};
@@ -19,16 +19,22 @@ use smolcord::token::Token;
 /// How the main thread drives the executor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockOn {
-    /// `smol::block_on` (= `async_io::block_on`; what `smolcord` uses).
+    /// `smolcord::rt::block_on` (what `smolcord` uses).
+    Rt,
+    /// `smol::block_on` (= `async_io::block_on`).
     AsyncIo,
     /// `futures_lite::future::block_on`.
     FuturesLite,
 }
 
 impl BlockOn {
+    /// What `smolcord` itself runs on.
+    pub const PRODUCT: BlockOn = BlockOn::Rt;
+
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
+            BlockOn::Rt => "rt",
             BlockOn::AsyncIo => "async-io",
             BlockOn::FuturesLite => "futures-lite",
         }
@@ -37,6 +43,7 @@ impl BlockOn {
     /// Drives `fut` to completion on this thread.
     pub fn run<T>(self, fut: impl std::future::Future<Output = T>) -> T {
         match self {
+            BlockOn::Rt => smolcord::rt::block_on(fut),
             BlockOn::AsyncIo => smol::block_on(fut),
             BlockOn::FuturesLite => futures_lite::future::block_on(fut),
         }
@@ -44,7 +51,7 @@ impl BlockOn {
 
     /// From the command-line name.
     pub fn parse(name: &str) -> Option<BlockOn> {
-        [BlockOn::AsyncIo, BlockOn::FuturesLite]
+        [BlockOn::Rt, BlockOn::AsyncIo, BlockOn::FuturesLite]
             .into_iter()
             .find(|b| b.name() == name)
     }

@@ -100,7 +100,7 @@ pub fn measure(events: u64, compress: bool, block_on: BlockOn) -> Result<Rate, S
     let elapsed = started.elapsed();
 
     handle.shutdown();
-    smol::block_on(ex.run(futures_lite::future::or(
+    block_on.run(ex.run(futures_lite::future::or(
         async {
             let _ = driver.await;
         },

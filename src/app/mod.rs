@@ -108,10 +108,10 @@ pub fn process_env(name: &str) -> Option<String> {
 
 /// Runs a command to completion on one thread and gives the exit code.
 pub fn main(command: Command) -> ExitCode {
-    // futures-lite's block_on parks this thread and lets async-io's own
-    // thread drive the reactor: measured, that idles with far fewer
-    // wake-ups than smol::block_on, at the same dispatch throughput.
-    let result = futures_lite::future::block_on(async {
+    // smolcord's own runtime: this thread runs the tasks and also sleeps
+    // in epoll for the sockets and timers created on it, so an idle bot
+    // wakes once per timer expiry or arrival (see `crate::rt`).
+    let result = crate::rt::block_on(async {
         match command {
             Command::Default { config } => {
                 if process_env("DISCORD_TOKEN").is_some_and(|t| !t.trim().is_empty()) {

@@ -11,6 +11,7 @@ use crate::loopwatch;
 use crate::protocol::Intents;
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::rest::RestClient;
+use crate::rt::Timer;
 use crate::shard::{SessionHistory, Shard, ShardConfig};
 use crate::token::Token;
 use futures_lite::future;
@@ -170,7 +171,7 @@ where
         .await;
         handle.shutdown();
         let stopped = future::or(async { Some(driver.await) }, async {
-            async_io::Timer::after(SHARD_STOP_BOUND).await;
+            Timer::after(SHARD_STOP_BOUND).await;
             None
         })
         .await;

@@ -5,11 +5,12 @@
 //! every [`DROP_LOG_INTERVAL`]; see [`super::queue`]). Messages are
 //! classified and queued per channel, behind the replies an earlier run
 //! left on record (queued first, [`Loop::recover`]);
-//! READY/RESUMED write the session at once, restore access before any
-//! decision and send the restart and safe-mode notices; heartbeats trigger
-//! the (coalesced, background) session and status saves; the owner's
-//! `!restart` writes its marker and ends the loop. On the way out: the
-//! bounded drain and the final save.
+//! READY/RESUMED write the session at once (and wait for it), restore
+//! access before any decision and send the restart and safe-mode notices;
+//! disconnects and heartbeats offer the (coalesced, background) session and
+//! status saves, which write only what changed enough to matter; the
+//! owner's `!restart` writes its marker and ends the loop. On the way out:
+//! the bounded drain and the final save.
 
 use super::access::{self, Role};
 use super::counters;
@@ -19,7 +20,7 @@ use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
 use super::nonce::{self, Notice};
-use super::persist::Coalescing;
+use super::persist::{Coalescing, SaveReason, SessionAndStatus};
 use super::queue::{Job, Room, Work, MAX_JOBS};
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
@@ -42,8 +43,9 @@ pub(crate) const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// Events handled between two yields to the executor (each is a decode, a
 /// classification and at most a queue push: well under a millisecond).
 const YIELD_EVERY: u32 = 32;
-/// While the loop waits for room, session and status are still saved this
-/// often (`smolcord status`, a health check, reads the status file).
+/// While the loop waits for room, session and status are still offered for
+/// saving this often (where the status socket is not live, `smolcord
+/// status` reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
 
 /// How a run ended.
@@ -59,8 +61,7 @@ pub enum BridgeOutcome {
 }
 
 pub(crate) struct Writers {
-    pub session: Coalescing,
-    pub status: Coalescing,
+    pub session_and_status: SessionAndStatus,
     pub directory: Coalescing,
 }
 
@@ -139,9 +140,12 @@ impl Loop {
                     );
                     break BridgeOutcome::ShardFatal(e);
                 }
-                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => self.save_session_and_status(),
+                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => {
+                    self.save_session_and_status(SaveReason::Beat)
+                }
                 Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
                     log::info!("gateway disconnected ({reason}); the shard reconnects");
+                    self.save_session_and_status(SaveReason::Disconnected);
                     self.ctx
                         .reporter
                         .fail(FailureKind::Gateway, "shard", None, reason);
@@ -155,12 +159,10 @@ impl Loop {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
                             }
-                            self.save_session_now().await;
                             self.session_started().await;
                         }
                         "RESUMED" => {
                             self.ctx.floor.borrow_mut().consumed(seq);
-                            self.save_session_now().await;
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
@@ -258,25 +260,25 @@ impl Loop {
     /// crash would leave the next start nothing to resume, so the messages
     /// Discord sends meanwhile would never be replayed to it.
     async fn save_session_now(&self) {
-        self.save_session_and_status();
-        if !self.writers.session.flush().await {
+        self.save_session_and_status(SaveReason::SessionStarted);
+        if !self.writers.session_and_status.flush_session().await {
             log::warn!("session.json could not be written at session start; a crash now would lose what the session receives");
         }
     }
 
-    fn save_session_and_status(&self) {
+    fn save_session_and_status(&self, reason: SaveReason) {
         let status = self.shard.status();
         let state = self.ctx.floor.borrow().state_to_save(status.state.clone());
-        self.writers.session.set(&state);
-        self.writers.status.set(&StatusSnapshot::capture(
-            &status,
-            self.ctx.counters.to_json(),
-        ));
+        self.writers.session_and_status.save(reason, state, || {
+            StatusSnapshot::capture(&status, self.ctx.counters.to_json())
+        });
     }
 
-    /// READY or RESUMED: restore access before any access decision, then
-    /// say we are back (restart marker) and announce safe mode.
+    /// READY or RESUMED: the session on disk, access restored before any
+    /// access decision, then say we are back (restart marker) and announce
+    /// safe mode.
     async fn session_started(&mut self) {
+        self.save_session_now().await;
         match access::load_with_restore(&self.ctx.state_dir).await {
             Ok((loaded, bytes)) => self.ctx.access.borrow_mut().apply_load(loaded, bytes),
             Err(e) => {
@@ -413,7 +415,7 @@ impl Loop {
                         Some(false)
                     },
                     async {
-                        async_io::Timer::after(SAVE_WHILE_WAITING).await;
+                        crate::rt::Timer::after(SAVE_WHILE_WAITING).await;
                         None
                     },
                 ),
@@ -421,7 +423,9 @@ impl Loop {
             .await;
             match woke {
                 Some(freed) => return freed,
-                None => self.save_session_and_status(),
+                // Like a heartbeat: the session if its seq is stale, the
+                // status file only where the status socket is not live.
+                None => self.save_session_and_status(SaveReason::Beat),
             }
         }
     }
@@ -506,13 +510,12 @@ impl Loop {
         }
         // The floor still holds the abandoned messages' seqs, so the saved
         // session resumes before them.
-        self.save_session_and_status();
+        self.save_session_and_status(SaveReason::Shutdown);
         ctx.reporter.flush_held_back();
         ctx.runtime_writer.set(&*ctx.runtime.borrow());
         let flush = async {
             ctx.runtime_writer.flush().await;
-            self.writers.session.flush().await;
-            self.writers.status.flush().await;
+            self.writers.session_and_status.flush().await;
             self.writers.directory.flush().await;
             true
         };

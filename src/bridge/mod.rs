@@ -81,7 +81,7 @@ use directory::ChannelDirectory;
 use inflight::Inflight;
 use outbox::Outbox;
 use pairing::PairingBook;
-use persist::{Coalescing, SeqFloor};
+use persist::{Coalescing, SeqFloor, SessionAndStatus};
 use report::Reporter;
 use restart::{RestartMarker, RuntimeState};
 use smol::channel::{self, Receiver, Sender};
@@ -296,6 +296,28 @@ impl Bridge {
             self.tunables.directory_debounce,
             self.reporter.clone(),
         );
+        // Health checks ask the live process (status.sock); without it,
+        // status.json is written every heartbeat for them instead.
+        let status_live = match status::socket::StatusListener::bind(&state_dir).await {
+            Ok(listener) => {
+                let (shard, counters) = (self.shard.clone(), self.counters.clone());
+                let snapshot =
+                    move || status::StatusSnapshot::capture(&shard.status(), counters.to_json());
+                ex.spawn(crate::loopwatch::watch(
+                    "bridge-status-socket",
+                    listener.serve(snapshot),
+                ))
+                .detach();
+                true
+            }
+            Err(e) => {
+                log::info!(
+                    "no status socket in {} ({e}); writing status.json every heartbeat for `smolcord status`",
+                    state_dir.display()
+                );
+                false
+            }
+        };
         for (name, task) in [
             ("bridge-persist-runtime", boxed(runtime_task)),
             ("bridge-persist-session", boxed(session_task)),
@@ -341,8 +363,7 @@ impl Bridge {
             .detach();
         }
         let writers = dispatch::Writers {
-            session: session_writer,
-            status: status_writer,
+            session_and_status: SessionAndStatus::new(session_writer, status_writer, status_live),
             directory: directory_writer,
         };
         let main = dispatch::Loop {

@@ -11,20 +11,25 @@
 //! lowered to just before the oldest message still being handled. A restart
 //! then resumes early enough that Discord replays what was not finished;
 //! the processed-ids map drops what was.
+//!
+//! [`SessionAndStatus`] decides *when* `session.json` and `status.json` are
+//! written: when their content changes in a way that matters, not per
+//! heartbeat, so an idle bridge writes nothing (see [`SESSION_SEQ_MAX_AGE`]).
 
 use super::report::Reporter;
 use crate::offload::{self, Fallback};
 use crate::recorder::FailureKind;
+use crate::rt::Timer;
 use crate::shard::SessionState;
-use async_io::Timer;
+use crate::status::StatusSnapshot;
 use serde::Serialize;
 use smol::channel::{self, Receiver, Sender};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The session file inside the state dir.
 pub const SESSION_FILE: &str = "session.json";
@@ -197,6 +202,118 @@ impl SeqFloor {
     }
 }
 
+/// How stale the seq in `session.json` may get while only the seq moves.
+///
+/// A stale seq is safe: a resume replays everything after the saved seq,
+/// and the bridge drops replays of messages it already processed (the
+/// processed-ids map), while [`SeqFloor`] keeps the saved seq below any
+/// message still in flight — so an older seq costs replay volume, never a
+/// lost or doubled reply. The seq is written with every change of the
+/// session itself (READY, RESUMED), when the connection drops and at
+/// shutdown; this bound only matters after a crash (no final save), where
+/// it caps what Discord must replay at a few minutes of traffic. An idle
+/// bot's seq does not move, so it writes nothing.
+pub const SESSION_SEQ_MAX_AGE: Duration = Duration::from_secs(300);
+
+/// Why a save of session and status is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SaveReason {
+    /// A heartbeat ACK: the periodic chance to save a moved seq.
+    Beat,
+    /// READY or RESUMED: the session changed.
+    SessionStarted,
+    /// The connection dropped (the shard reconnects).
+    Disconnected,
+    /// The bridge is stopping.
+    Shutdown,
+}
+
+/// The session and status writers, and when each is worth a write.
+pub(crate) struct SessionAndStatus {
+    session: Coalescing,
+    status: Coalescing,
+    /// Whether `status.sock` answers health checks; if not, `status.json`
+    /// is their only source and is written every heartbeat as before.
+    status_live: bool,
+    /// What was last handed to the session writer, and when.
+    session_saved: RefCell<Option<SessionState>>,
+    session_saved_at: Cell<Option<Instant>>,
+}
+
+impl SessionAndStatus {
+    pub fn new(session: Coalescing, status: Coalescing, status_live: bool) -> SessionAndStatus {
+        SessionAndStatus {
+            session,
+            status,
+            status_live,
+            session_saved: RefCell::new(None),
+            session_saved_at: Cell::new(None),
+        }
+    }
+
+    /// Saves what changed enough to be worth a write for `reason`: the
+    /// session when anything but its seq changed, or its seq after
+    /// [`SESSION_SEQ_MAX_AGE`], or always outside heartbeats; the status
+    /// outside heartbeats, or every heartbeat without the live socket.
+    pub fn save(
+        &self,
+        reason: SaveReason,
+        session: SessionState,
+        status: impl FnOnce() -> StatusSnapshot,
+    ) {
+        if self.session_due(reason, &session, Instant::now()) {
+            self.session.set(&session);
+        }
+        if reason != SaveReason::Beat || !self.status_live {
+            self.status.set(&status());
+        }
+    }
+
+    /// Whether `session` is worth writing now (and if so, remembers it as
+    /// written).
+    fn session_due(&self, reason: SaveReason, session: &SessionState, now: Instant) -> bool {
+        let mut saved = self.session_saved.borrow_mut();
+        let Some(last) = saved.as_ref() else {
+            *saved = Some(session.clone());
+            self.session_saved_at.set(Some(now));
+            return true;
+        };
+        if last == session {
+            return false;
+        }
+        let only_seq_moved = {
+            let mut with_old_seq = session.clone();
+            if let (Some(new), Some(old)) = (with_old_seq.session.as_mut(), last.session.as_ref()) {
+                new.seq = old.seq;
+            }
+            &with_old_seq == last
+        };
+        let stale = self
+            .session_saved_at
+            .get()
+            .is_none_or(|at| now.saturating_duration_since(at) >= SESSION_SEQ_MAX_AGE);
+        let due = reason != SaveReason::Beat || !only_seq_moved || stale;
+        if due {
+            *saved = Some(session.clone());
+            self.session_saved_at.set(Some(now));
+        }
+        due
+    }
+
+    /// Writes what is pending now (shutdown).
+    pub async fn flush(&self) {
+        self.session.flush().await;
+        self.status.flush().await;
+    }
+
+    /// Writes the session handed to [`SessionAndStatus::save`] now and
+    /// waits: true once it is on disk (a session start must not wait for a
+    /// heartbeat to be resumable).
+    pub async fn flush_session(&self) -> bool {
+        self.session.flush().await
+    }
+}
+
 /// `state_dir/session.json`.
 pub fn session_path(state_dir: &Path) -> PathBuf {
     state_dir.join(SESSION_FILE)
@@ -259,6 +376,66 @@ mod tests {
         assert_eq!(floor.state_to_save(state.clone()).session.unwrap().seq, 3);
         let fresh = SeqFloor::default();
         assert_eq!(fresh.state_to_save(state).session.unwrap().seq, 9);
+    }
+
+    #[test]
+    fn session_is_saved_when_it_changes_and_its_seq_only_now_and_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let reporter = Reporter::new(Recorder::disabled(), BridgeCounters::default());
+        let (session, _) = Coalescing::new(dir.path().join("s"), Duration::ZERO, reporter.clone());
+        let (status, _) = Coalescing::new(dir.path().join("t"), Duration::ZERO, reporter);
+        let saves = SessionAndStatus::new(session, status, true);
+        let state = |id: &str, seq| SessionState {
+            session: Some(Session {
+                session_id: id.into(),
+                seq,
+                resume_gateway_url: "ws://x".into(),
+            }),
+            ..SessionState::default()
+        };
+        let t0 = Instant::now();
+        let due =
+            |reason, s: &SessionState, after: Duration| saves.session_due(reason, s, t0 + after);
+        assert!(due(
+            SaveReason::SessionStarted,
+            &state("a", 1),
+            Duration::ZERO
+        ));
+        // Beats with nothing new, then with only the seq moved: no write...
+        assert!(!due(
+            SaveReason::Beat,
+            &state("a", 1),
+            Duration::from_secs(41)
+        ));
+        assert!(!due(
+            SaveReason::Beat,
+            &state("a", 9),
+            Duration::from_secs(82)
+        ));
+        // ...until the saved one is SESSION_SEQ_MAX_AGE old.
+        assert!(due(SaveReason::Beat, &state("a", 9), SESSION_SEQ_MAX_AGE));
+        assert!(!due(
+            SaveReason::Beat,
+            &state("a", 12),
+            SESSION_SEQ_MAX_AGE * 3 / 2
+        ));
+        // A moved seq is saved at once when the connection drops or at shutdown.
+        assert!(due(
+            SaveReason::Disconnected,
+            &state("a", 12),
+            SESSION_SEQ_MAX_AGE * 3 / 2
+        ));
+        assert!(!due(
+            SaveReason::Shutdown,
+            &state("a", 12),
+            SESSION_SEQ_MAX_AGE * 2
+        ));
+        // A new session is saved at once, even on a beat.
+        assert!(due(
+            SaveReason::Beat,
+            &state("b", 1),
+            SESSION_SEQ_MAX_AGE * 2
+        ));
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! from the part after the last one its outbox record lists. While pairing codes are pending it also ticks every
 //! `results_poll_ms` to notice approvals, so an approved user hears about it
 //! without writing again. Otherwise nothing runs in between: an idle bridge
-//! wakes here only for a safety re-scan once a minute.
+//! has no timer here at all (the watch catches every rename or
+//! close-after-write into the directory, an inotify queue overflow wakes it
+//! too, and a lost watch — the directory moved or deleted — hands over to
+//! polling).
 //!
 //! Bounded however many files arrive at once: one scan holds at most
 //! [`SCAN_PAGE`] names, and the poller waits for a free worker before it
@@ -36,10 +39,6 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// With a directory watch, a re-scan this often still catches anything a
-/// watch could miss (and prunes expired pairing codes).
-const WATCHED_RESCAN: Duration = Duration::from_secs(60);
 
 /// Results delivered at once. Each holds a REST call (a blocking-pool
 /// thread while it is on the wire) and a result of up to `max_result_bytes`.
@@ -85,15 +84,11 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
     let mut first_scan = true;
     loop {
         // Watched and no pairing code waiting for approval: wake on change
-        // only (plus a rare safety re-scan), so an idle bridge has no timer
-        // to serve. Otherwise poll, to notice `smolcord pair` in time.
+        // only, so an idle bridge has no timer to serve. Otherwise poll, to
+        // notice `smolcord pair` in time (or changes, without a watch).
         let woken = ctx.poller_wake.listen();
         let codes_pending = ctx.pairing.borrow().live_codes(now_unix_ms()) > 0;
-        let interval = if watch.is_active() && !codes_pending {
-            poll_interval.max(WATCHED_RESCAN)
-        } else {
-            poll_interval
-        };
+        let tick = (!watch.is_active() || codes_pending).then_some(poll_interval);
         let stopped = !std::mem::take(&mut first_scan)
             && futures_lite::future::or(
                 async {
@@ -102,7 +97,10 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
                 },
                 futures_lite::future::or(
                     async {
-                        Timer::after(interval).await;
+                        match tick {
+                            Some(interval) => Timer::after(interval).await,
+                            None => futures_lite::future::pending().await,
+                        };
                         false
                     },
                     async {

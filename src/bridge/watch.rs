@@ -1,8 +1,10 @@
 //! Wakes the results poller when a file lands in `spool/results/` (inotify
 //! on Linux), so an idle bridge needs no polling timer. Where the directory
-//! cannot be watched, the poller falls back to its timer.
+//! cannot be watched — or stops being watchable: moved or deleted — the
+//! poller falls back to its timer.
 
-use async_io::Async;
+use crate::rt::Async;
+use std::cell::Cell;
 use std::path::PathBuf;
 
 #[cfg(target_os = "linux")]
@@ -14,6 +16,8 @@ use std::os::fd::OwnedFd;
 pub(crate) struct DirWatch {
     #[cfg(target_os = "linux")]
     fd: Option<Async<OwnedFd>>,
+    /// The directory went away (moved, deleted): the watch sees nothing more.
+    lost: Cell<bool>,
 }
 
 impl DirWatch {
@@ -32,29 +36,38 @@ impl DirWatch {
                     None
                 }
             };
-            DirWatch { fd }
+            DirWatch {
+                fd,
+                lost: Cell::new(false),
+            }
         }
         #[cfg(not(target_os = "linux"))]
         {
             let _ = dir;
-            DirWatch {}
+            DirWatch {
+                lost: Cell::new(true),
+            }
         }
     }
 
     /// Whether changes are watched (else the caller must poll).
     pub(crate) fn is_active(&self) -> bool {
         #[cfg(target_os = "linux")]
-        return self.fd.is_some();
+        return self.fd.is_some() && !self.lost.get();
         #[cfg(not(target_os = "linux"))]
         false
     }
 
-    /// Resolves after a change (pending forever without a watch).
+    /// Resolves after a change, or when the watch is lost (then
+    /// [`DirWatch::is_active`] turns false); pending forever without one.
     pub(crate) async fn changed(&self) {
         #[cfg(target_os = "linux")]
-        if let Some(fd) = &self.fd {
+        if let Some(fd) = self.fd.as_ref().filter(|_| !self.lost.get()) {
             if fd.readable().await.is_ok() {
-                drain(fd.get_ref());
+                if drain(fd.get_ref()) {
+                    log::info!("the results spool is no longer watched (moved or deleted); polling it instead");
+                    self.lost.set(true);
+                }
                 return;
             }
         }
@@ -68,17 +81,28 @@ fn open(dir: &std::path::Path) -> std::io::Result<OwnedFd> {
     inotify::add_watch(
         &fd,
         dir,
-        inotify::WatchFlags::MOVED_TO | inotify::WatchFlags::CLOSE_WRITE,
+        inotify::WatchFlags::MOVED_TO
+            | inotify::WatchFlags::CLOSE_WRITE
+            | inotify::WatchFlags::DELETE_SELF
+            | inotify::WatchFlags::MOVE_SELF,
     )?;
     Ok(fd)
 }
 
-/// Reads every queued event (their content does not matter: any change
-/// means "scan again"); stops at EAGAIN.
+/// Reads every queued event (any change means "scan again"; a queue
+/// overflow too); stops at EAGAIN. True if the directory itself went away.
 #[cfg(target_os = "linux")]
-fn drain(fd: &OwnedFd) {
-    let mut buf = [0u8; 4096];
-    while matches!(rustix::io::read(fd, &mut buf), Ok(n) if n > 0) {}
+fn drain(fd: &OwnedFd) -> bool {
+    use inotify::ReadFlags;
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 4096];
+    let mut events = inotify::Reader::new(fd, &mut buf);
+    let mut lost = false;
+    while let Ok(event) = events.next() {
+        lost |= event
+            .events()
+            .intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF | ReadFlags::IGNORED);
+    }
+    lost
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -120,6 +144,11 @@ mod tests {
             assert!(fired(&watch).await, "a result renamed into place");
             // Drained: quiet again.
             assert!(!fired(&watch).await);
+            // The directory goes away: the watch says so, and stops.
+            std::fs::remove_file(results.join("r.json")).unwrap();
+            std::fs::remove_dir(&results).unwrap();
+            assert!(fired(&watch).await, "the directory's removal");
+            assert!(!watch.is_active(), "a lost watch must hand over to polling");
         });
     }
 }

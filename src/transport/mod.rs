@@ -27,8 +27,9 @@ mod url;
 pub use inflate::{InflateError, Inflater};
 pub use url::gateway_connect_url;
 
+use crate::rt::{TcpStream, Timer};
 use crate::wire::{Direction, WireTrace};
-use async_tungstenite::smol::ConnectStream;
+use async_tungstenite::smol::ClientStream;
 use async_tungstenite::tungstenite::client::IntoClientRequest;
 use async_tungstenite::tungstenite::http::header::{HeaderValue, USER_AGENT};
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode as WsCloseCode;
@@ -139,7 +140,7 @@ impl std::error::Error for TransportError {}
 
 /// One open gateway WebSocket.
 pub struct Connection {
-    ws: WebSocketStream<ConnectStream>,
+    ws: WebSocketStream<ClientStream<TcpStream>>,
     limits: Limits,
     trace: WireTrace,
     #[cfg(feature = "zlib")]
@@ -185,9 +186,16 @@ impl Connection {
             .max_message_size(Some(limits.max_message_bytes))
             .max_frame_size(Some(limits.max_frame_bytes));
         let attempt = async {
+            let (host, port) = host_and_port(request.uri()).map_err(connect_error)?;
+            // On smolcord's runtime the socket joins the loop's own epoll
+            // (elsewhere, async-io's reactor).
+            let stream = TcpStream::connect(&host, port, timeout)
+                .await
+                .map_err(|err| connect_error(err.to_string()))?;
             let tls = futures_rustls::TlsConnector::from(tls::client_config());
-            async_tungstenite::smol::connect_async_with_tls_connector_and_config(
+            async_tungstenite::smol::client_async_tls_with_connector_and_config(
                 request,
+                stream,
                 Some(tls),
                 Some(config),
             )
@@ -196,7 +204,7 @@ impl Connection {
             .map_err(|err| connect_error(err.to_string()))
         };
         let timed_out = async {
-            async_io::Timer::after(timeout).await;
+            Timer::after(timeout).await;
             Ok(None)
         };
         match future::or(attempt, timed_out).await? {
@@ -316,8 +324,25 @@ impl Connection {
             }
         };
         future::or(handshake, async {
-            async_io::Timer::after(bound).await;
+            Timer::after(bound).await;
         })
         .await;
     }
+}
+
+/// The host (without IPv6 brackets) and port of a `ws://` or `wss://` URI.
+fn host_and_port(uri: &async_tungstenite::tungstenite::http::Uri) -> Result<(String, u16), String> {
+    let host = uri
+        .host()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned())
+        .ok_or("the URL has no host")?;
+    let port = uri
+        .port_u16()
+        .or(match uri.scheme_str() {
+            Some("wss") => Some(443),
+            Some("ws") => Some(80),
+            _ => None,
+        })
+        .ok_or("the URL is neither ws:// nor wss://")?;
+    Ok((host, port))
 }

@@ -9,13 +9,13 @@ use crate::loopwatch;
 use crate::protocol::{
     CloseCode, Command, ConnectionProperties, Frame, Hello, Identify, OpCode, Resume,
 };
+use crate::rt::Timer;
 use crate::shard::history::{EndReason, StartKind};
 use crate::shard::identify_queue::IdentifyPermit;
 use crate::shard::ratelimit::CommandLimiter;
 use crate::shard::session::Session;
 use crate::shard::{lock, Dispatch, EventItem, ShardEvent};
 use crate::transport::{Connection, Incoming, TransportError};
-use async_io::Timer;
 use futures_lite::future;
 use std::time::{Duration, Instant};
 

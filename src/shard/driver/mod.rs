@@ -21,9 +21,9 @@ use super::{lock, max_message_bytes_for, Shard, ShardError, ShardEvent, ShardSta
 use crate::heartbeat::Account;
 use crate::protocol::CloseCode;
 use crate::rest::USER_AGENT;
+use crate::rt::Timer;
 use crate::transport::{Connection, Limits};
 use crate::wire::WireTrace;
-use async_io::Timer;
 use futures_lite::future;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

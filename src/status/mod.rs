@@ -1,10 +1,17 @@
-//! The status snapshot: `status.json` in the state dir, written at most
-//! once per heartbeat, read by `smolcord status` (a container health check:
-//! healthy while the last heartbeat ACK is younger than two intervals).
+//! The status snapshot, and how `smolcord status` gets it.
+//!
+//! A running bridge answers on [`socket`] (`status.sock` in the state dir)
+//! with its live snapshot; `status.json` holds the last one written — when
+//! the session starts, when the connection drops, at shutdown, and every
+//! heartbeat only where the socket could not be bound — and is what
+//! `smolcord status` reads when nothing answers. Healthy means the last
+//! heartbeat ACK is younger than two intervals (a container health check).
 //!
 //! [`StatusSnapshot::render`] draws it for a person ([`render`]);
 //! [`StatusSnapshot::report_json`] is `smolcord status --json`, whose shape
 //! `docs/status.schema.json` documents.
+
+pub mod socket;
 
 pub mod render;
 
