@@ -2,7 +2,7 @@
 //! smolcord ÷ twilight ratios), the server's own figures that show it is
 //! not the bottleneck, and the issue's goals checked against the medians.
 
-use crate::run::{self, Case, Client, Outcome, INTERVAL};
+use crate::run::{self, Case, Client, ClientLogs, Outcome, INTERVAL};
 use crate::server::{Mode, Server};
 use crate::ws;
 use crate::Args;
@@ -74,6 +74,7 @@ pub fn sink_ceiling(case: Case, compress: bool) -> Result<Ceiling, String> {
 #[derive(Default)]
 pub struct Results {
     pub ceilings: Vec<(Case, bool, Ceiling)>,
+    pub logs: ClientLogs,
     runs: Vec<(&'static str, Case, bool, Outcome)>,
 }
 
@@ -139,10 +140,25 @@ fn written(o: &Outcome) -> Option<f64> {
 fn in_write(o: &Outcome) -> Option<f64> {
     o.in_write_share.map(|s| s * 100.0)
 }
+fn dropped(o: &Outcome) -> Option<f64> {
+    o.dropped_after.map(|d| d.as_secs_f64())
+}
+fn back(o: &Outcome) -> Option<f64> {
+    o.back_after.map(|d| d.as_secs_f64())
+}
+fn owed(o: &Outcome) -> Option<f64> {
+    o.pongs_owed.map(|n| n as f64)
+}
 
 impl Results {
     pub fn run(&mut self, round: u32, client: &Client, case: Case, compress: bool) {
-        let outcome = run::measure(client, case, compress);
+        let tag = format!(
+            "r{round}-{}-{}-{}",
+            case.name(),
+            kind(compress),
+            client.name().replace(' ', "-")
+        );
+        let outcome = run::measure(client, case, compress, &self.logs, &tag);
         eprintln!(
             "round {round} {:<28} {:<5} {:<14} RSS {:>7} MiB  gap {:>6} ms  first beat {:>6} ms  beats {:>3}  {:>9} events/s  once/in order {:<3}  server wrote all after {:>6} s ({:>3} % in write)  — {}",
             case.name(),
@@ -158,6 +174,16 @@ impl Results {
             in_write(&outcome).map_or("-".into(), |p| format!("{p:.0}")),
             outcome.verdict,
         );
+        if let (Some(dropped), Some(back)) = (outcome.dropped_after, outcome.back_after) {
+            eprintln!(
+                "        dropped the connection {:.2} s and reconnected {:.2} s after the server stopped reading{}",
+                dropped.as_secs_f64(),
+                back.as_secs_f64(),
+                outcome
+                    .pongs_owed
+                    .map_or(String::new(), |n| format!(" ({n} pongs still owed then)")),
+            );
+        }
         self.runs.push((client.name(), case, compress, outcome));
         // Let the machine settle (sockets, page cache) between runs.
         std::thread::sleep(Duration::from_millis(500));
@@ -335,7 +361,21 @@ impl Results {
                     "{} pings of 125 bytes, server keeps reading",
                     grouped(*n as f64)
                 ),
-                Case::PingStop(n) => format!(
+                Case::PingsThenStop(n) => {
+                    let owed = median(
+                        names
+                            .iter()
+                            .flat_map(|name| self.outcomes(name, *case, false))
+                            .filter_map(owed)
+                            .collect(),
+                    );
+                    format!(
+                        "{} pings, then the server stops reading ({} pongs still owed)",
+                        grouped(*n as f64),
+                        owed.map_or("—".into(), grouped)
+                    )
+                }
+                Case::StopThenPings(n) => format!(
                     "the server stops reading, then sends {} pings",
                     grouped(*n as f64)
                 ),
@@ -354,13 +394,27 @@ impl Results {
                 row += &" |".repeat(smolcords.len());
             }
             println!("{row}");
-            let mut row = String::from("| same: peak RSS; heartbeat max gap |");
+            // A server that does not read sees no beat: there, how soon
+            // the client left instead.
+            let stops = matches!(case, Case::StopThenPings(_) | Case::PingsThenStop(_));
+            let mut row = String::from(if stops {
+                "| same: peak RSS; dropped the connection / reconnected, after the server stopped reading |"
+            } else {
+                "| same: peak RSS; heartbeat max gap |"
+            });
+            let secs = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.2}"));
             for name in &names {
                 let r = self.median(name, *case, false, rss).map_or("—".into(), mib);
-                let g = self
-                    .median(name, *case, false, gap)
-                    .map_or("—".into(), |v| format!("{v:.0}"));
-                row += &format!(" {r} MiB; {g} ms |");
+                if stops {
+                    let d = secs(self.median(name, *case, false, dropped));
+                    let b = secs(self.median(name, *case, false, back));
+                    row += &format!(" {r} MiB; {d} s / {b} s |");
+                } else {
+                    let g = self
+                        .median(name, *case, false, gap)
+                        .map_or("—".into(), |v| format!("{v:.0}"));
+                    row += &format!(" {r} MiB; {g} ms |");
+                }
             }
             if twilight {
                 row += &" |".repeat(smolcords.len());
@@ -459,18 +513,24 @@ impl Results {
                 let outcomes = self.verdicts(client, *case);
                 // The outcome the issue asks for, besides the beat.
                 let (wanted, met) = match case {
-                    Case::PingStop(_) => {
-                        ("leaves the dead connection", outcomes.starts_with("left"))
-                    }
+                    Case::StopThenPings(_) | Case::PingsThenStop(_) => (
+                        "leaves the dead connection",
+                        outcomes == "left the dead connection",
+                    ),
                     Case::Huge { .. } => (
                         "refuses the message",
                         outcomes.starts_with("refused") || outcomes.starts_with("dropped"),
                     ),
                     _ => ("stays connected", outcomes.starts_with("answered")),
                 };
-                // A server that does not read sees no beat.
+                // A server that does not read sees no beat: how soon the
+                // client dropped the connection instead.
                 let beat = match (case, self.median(client, *case, false, gap)) {
-                    (Case::PingStop(_), _) => String::new(),
+                    (Case::StopThenPings(_) | Case::PingsThenStop(_), _) => format!(
+                        "dropped the connection {} s after the server stopped reading; ",
+                        self.median(client, *case, false, dropped)
+                            .map_or("—".into(), |v| format!("{v:.2}"))
+                    ),
                     (_, g) => format!(
                         "heartbeat max gap ≤ {hostile_gap:.0} ms: {} ({} ms); ",
                         verdict(g.is_some_and(|g| g <= hostile_gap)),

@@ -2,12 +2,15 @@
 //! process, and the same probe for every client: peak RSS (VmHWM from
 //! /proc, sampled every 20 ms and read again at the end), the heartbeats as
 //! the server saw them, when the client had consumed everything, and
-//! whether every event arrived once and in order.
+//! whether every event arrived once and in order; in the cases where the
+//! server stops reading, when the client dropped the connection (the
+//! kernel's socket table) and when it came back.
 
 use crate::procfs;
 use crate::rest_stub::RestStub;
-use crate::server::{Beat, ConnLog, Mode, Server};
+use crate::server::{Beat, ConnLog, Mode, Server, StopReading};
 use crate::tally::Summary;
+use crate::tcp_state;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -54,7 +57,10 @@ pub enum Case {
     /// N pings at line rate; the server keeps reading (and counts pongs).
     PingFlood(u64),
     /// The server stops reading for good, then sends N pings.
-    PingStop(u64),
+    StopThenPings(u64),
+    /// The server sends N pings (reading), then stops reading for good:
+    /// the order issue 11 describes.
+    PingsThenStop(u64),
     /// One text message of `bytes` in `fragment`-byte frames.
     Huge { bytes: usize, fragment: usize },
 }
@@ -65,7 +71,8 @@ impl Case {
             Case::Burst(_) => "burst",
             Case::Overrun(_) => "overrun",
             Case::PingFlood(_) => "ping-flood",
-            Case::PingStop(_) => "ping-flood-then-stop-reading",
+            Case::StopThenPings(_) => "stop-reading-then-pings",
+            Case::PingsThenStop(_) => "pings-then-stop-reading",
             Case::Huge { .. } => "big-fragmented-message",
         }
     }
@@ -79,11 +86,15 @@ impl Case {
             Case::Burst(events) | Case::Overrun(events) => Mode::Flood { events, end_marker },
             Case::PingFlood(pings) => Mode::Pings {
                 pings,
-                stop_reading: false,
+                stop: StopReading::Never,
             },
-            Case::PingStop(pings) => Mode::Pings {
+            Case::StopThenPings(pings) => Mode::Pings {
                 pings,
-                stop_reading: true,
+                stop: StopReading::BeforePings,
+            },
+            Case::PingsThenStop(pings) => Mode::Pings {
+                pings,
+                stop: StopReading::AfterPings,
             },
             Case::Huge { bytes, fragment } => Mode::Huge {
                 bytes,
@@ -98,7 +109,7 @@ impl Case {
         match self {
             Case::Burst(n) | Case::Overrun(n) => n,
             Case::Huge { .. } => 2,
-            Case::PingFlood(_) | Case::PingStop(_) => u64::MAX,
+            Case::PingFlood(_) | Case::StopThenPings(_) | Case::PingsThenStop(_) => u64::MAX,
         }
     }
 
@@ -107,7 +118,9 @@ impl Case {
         match self {
             Case::Burst(_) | Case::Overrun(_) => Duration::from_secs(600),
             Case::PingFlood(_) | Case::Huge { .. } => Duration::from_secs(120),
-            Case::PingStop(_) => Duration::from_secs(120) + LEAVE_BOUND,
+            Case::StopThenPings(_) | Case::PingsThenStop(_) => {
+                Duration::from_secs(120) + LEAVE_BOUND
+            }
         }
     }
 }
@@ -131,7 +144,33 @@ pub struct Outcome {
     pub written_after: Option<Duration>,
     /// ... and spent this share of that time inside `write`.
     pub in_write_share: Option<f64>,
+    /// The server stopped reading: the client dropped the connection
+    /// (its end left the established state) this long after...
+    pub dropped_after: Option<Duration>,
+    /// ... and was connected again this long after.
+    pub back_after: Option<Duration>,
+    /// Pongs the client still owed when the server stopped reading.
+    pub pongs_owed: Option<u64>,
     pub bytes_per_event: Option<f64>,
+}
+
+/// What the clients log, and where it is kept.
+#[derive(Clone, Debug)]
+pub struct ClientLogs {
+    /// `RUST_LOG` of smolcord's clients (the twilight peer logs nothing).
+    pub level: String,
+    /// Keep each run's stderr here (`--client-logs DIR`) instead of only
+    /// in a temp dir.
+    pub keep_in: Option<PathBuf>,
+}
+
+impl Default for ClientLogs {
+    fn default() -> ClientLogs {
+        ClientLogs {
+            level: "warn".into(),
+            keep_in: None,
+        }
+    }
 }
 
 /// Kills the child on every way out.
@@ -151,6 +190,7 @@ fn command(
     compress: bool,
     stub: Option<&RestStub>,
     state: &Path,
+    log_level: &str,
 ) -> Result<Command, String> {
     let events = case.expected_events().to_string();
     // Only the variables set here: no HOME, no inherited RUST_LOG.
@@ -197,7 +237,7 @@ fn command(
             c
         }
     };
-    command.env("RUST_LOG", "warn");
+    command.env("RUST_LOG", log_level);
     Ok(command)
 }
 
@@ -296,23 +336,19 @@ impl Watch<'_> {
                 ),
                 _ => Progress::Running,
             },
-            Case::PingStop(_) => match (first.reading_stopped, reconnect) {
-                (Some(stopped), Some(at)) => Progress::Done(
-                    at,
-                    format!(
-                        "left, reconnected {:.2} s after the server stopped reading",
-                        at.saturating_duration_since(stopped).as_secs_f64()
-                    ),
-                ),
-                (Some(stopped), None) if stopped.elapsed() > LEAVE_BOUND => Progress::Done(
-                    Instant::now(),
-                    format!(
+            Case::StopThenPings(_) | Case::PingsThenStop(_) => {
+                match (first.reading_stopped, reconnect) {
+                    (Some(_), Some(at)) => Progress::Done(at, "left the dead connection".into()),
+                    (Some(stopped), None) if stopped.elapsed() > LEAVE_BOUND => Progress::Done(
+                        Instant::now(),
+                        format!(
                         "STUCK: still on the dead connection {} s after the server stopped reading",
                         LEAVE_BOUND.as_secs()
                     ),
-                ),
-                _ => Progress::Running,
-            },
+                    ),
+                    _ => Progress::Running,
+                }
+            }
             Case::Huge { bytes, .. } => {
                 let mib = bytes as f64 / (1024.0 * 1024.0);
                 match (consumed, first.client_close, reconnect) {
@@ -336,9 +372,15 @@ impl Watch<'_> {
     }
 }
 
-/// Runs `client` through `case` once.
-pub fn measure(client: &Client, case: Case, compress: bool) -> Outcome {
-    match measure_inner(client, case, compress) {
+/// Runs `client` through `case` once; `tag` names the run's kept log.
+pub fn measure(
+    client: &Client,
+    case: Case,
+    compress: bool,
+    logs: &ClientLogs,
+    tag: &str,
+) -> Outcome {
+    match measure_inner(client, case, compress, logs, tag) {
         Ok(outcome) => outcome,
         Err(verdict) => Outcome {
             verdict,
@@ -347,7 +389,13 @@ pub fn measure(client: &Client, case: Case, compress: bool) -> Outcome {
     }
 }
 
-fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome, String> {
+fn measure_inner(
+    client: &Client,
+    case: Case,
+    compress: bool,
+    client_logs: &ClientLogs,
+    tag: &str,
+) -> Result<Outcome, String> {
     let bridge = matches!(client, Client::Bridge(_));
     let mut server =
         Server::start(case.mode(bridge), INTERVAL).map_err(|e| format!("flood server: {e}"))?;
@@ -367,6 +415,7 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
         compress,
         stub.as_ref(),
         state.path(),
+        &client_logs.level,
     )?;
     command
         .stdin(Stdio::null())
@@ -393,6 +442,7 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
     let began = Instant::now();
     let mut peak_kib = 0u64;
     let mut summary: Option<(Instant, Summary)> = None;
+    let mut dropped = None;
     let (done_at, verdict) = loop {
         if let Ok(status) = procfs::status(pid) {
             peak_kib = peak_kib.max(status.hwm_kib);
@@ -403,6 +453,17 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
             }
         }
         let logs = server.logs();
+        if dropped.is_none() && logs.first().is_some_and(|l| l.reading_stopped.is_some()) {
+            let first = server.conns().into_iter().next();
+            if let Some(peer) = first.and_then(|c| c.peer) {
+                // The client's end: a close it makes while its pongs wait for
+                // a window the server never opens stays queued behind them
+                // (FIN_WAIT1 there, ESTABLISHED here).
+                if tcp_state::established(peer, server.addr()) == Some(false) {
+                    dropped = Some(Instant::now());
+                }
+            }
+        }
         let watch = Watch {
             case,
             bridge,
@@ -445,9 +506,19 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
         verdict,
         ..Outcome::default()
     };
+    if let (Some(stopped), true) = (first.reading_stopped, outcome.verdict.starts_with("left")) {
+        // Seen at the next sample at the latest.
+        outcome.dropped_after = dropped.map(|d: Instant| d.min(done_at) - stopped);
+        outcome.back_after = Some(done_at.saturating_duration_since(stopped));
+    }
+    if let Case::PingsThenStop(pings) = case {
+        outcome.pongs_owed = Some(pings.saturating_sub(first.pongs_before_stop));
+    }
     if let Some(started) = first.flood_started {
-        // The server reads no beat once it stops reading.
-        if !matches!(case, Case::PingStop(_)) {
+        // The server reads no beat once it stops reading (and 100 000 pings
+        // take it about 0.1 s, far less than an interval): what these cases
+        // measure is how soon the client leaves.
+        if !matches!(case, Case::StopThenPings(_) | Case::PingsThenStop(_)) {
             let (max_gap, first_beat, beats) = heartbeat_figures(&first.beats, started, done_at);
             outcome.max_gap = Some(max_gap);
             outcome.first_beat = first_beat;
@@ -481,6 +552,12 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
     }
     drop(child);
     server.stop();
+    if let Some(dir) = &client_logs.keep_in {
+        let kept = dir.join(format!("{tag}.log"));
+        if let Err(err) = std::fs::copy(&log_path, &kept) {
+            eprintln!("cannot keep the client log as {}: {err}", kept.display());
+        }
+    }
     Ok(outcome)
 }
 
