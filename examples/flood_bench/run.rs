@@ -136,6 +136,10 @@ pub struct Outcome {
     pub first_beat: Option<Duration>,
     pub beats: usize,
     pub events_per_sec: Option<f64>,
+    /// The client's CPU time (user + system, every thread) from just
+    /// before the flood until it was done, per event: what throughput
+    /// costs, whatever else the machine was doing.
+    pub cpu_per_event: Option<Duration>,
     pub once_in_order: Option<bool>,
     /// What happened, in words (the hostile cases' outcome; or why a
     /// figure is missing).
@@ -239,6 +243,21 @@ fn command(
     };
     command.env("RUST_LOG", log_level);
     Ok(command)
+}
+
+/// A process's CPU time so far, user + system, all its threads (dead ones
+/// too): `/proc/PID/stat` fields 14 and 15, in clock ticks.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    /// USER_HZ: the unit of those fields, 100 on every Linux architecture
+    /// this runs on (sysconf(_SC_CLK_TCK)).
+    const TICK: Duration = Duration::from_millis(10);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, may hold spaces), fields
+    // start at the third: utime is the 14th.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let utime: u32 = fields.next()?.parse().ok()?;
+    let stime: u32 = fields.next()?.parse().ok()?;
+    Some(TICK * (utime + stime))
 }
 
 /// Heartbeat figures over `[start, end]`: (max gap, first beat after
@@ -440,6 +459,10 @@ fn measure_inner(
     }
 
     let began = Instant::now();
+    // The client's CPU time at the last sample before the flood began (it
+    // was idle, waiting for its first beat's turn), and at the end.
+    let mut cpu_before: Option<Duration> = None;
+    let mut last_cpu: Option<(Instant, Duration)> = None;
     let mut peak_kib = 0u64;
     let mut summary: Option<(Instant, Summary)> = None;
     let mut dropped = None;
@@ -453,6 +476,15 @@ fn measure_inner(
             }
         }
         let logs = server.logs();
+        let flood_started = logs.first().and_then(|l| l.flood_started);
+        if let (None, Some(started), Some((at, cpu))) = (cpu_before, flood_started, last_cpu) {
+            if at <= started {
+                cpu_before = Some(cpu);
+            }
+        }
+        if cpu_before.is_none() {
+            last_cpu = cpu_time(pid).map(|cpu| (Instant::now(), cpu));
+        }
         if dropped.is_none() && logs.first().is_some_and(|l| l.reading_stopped.is_some()) {
             let first = server.conns().into_iter().next();
             if let Some(peer) = first.and_then(|c| c.peer) {
@@ -477,8 +509,7 @@ fn measure_inner(
         if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {
             break (Instant::now(), format!("CLIENT EXITED ({status})"));
         }
-        let started = logs.first().and_then(|l| l.flood_started);
-        match started {
+        match flood_started {
             None if began.elapsed() > START_BOUND => {
                 return Err(format!(
                     "no READY and first heartbeat within {START_BOUND:?}; log:\n{}",
@@ -498,6 +529,7 @@ fn measure_inner(
     if let Ok(status) = procfs::status(pid) {
         peak_kib = peak_kib.max(status.hwm_kib);
     }
+    let cpu_after = cpu_time(pid);
 
     let logs = server.logs();
     let first = logs.first().cloned().unwrap_or_default();
@@ -536,6 +568,9 @@ fn measure_inner(
             if outcome.verdict == "consumed every event" {
                 outcome.events_per_sec =
                     Some(events as f64 / (done_at - started).as_secs_f64().max(1e-9));
+                if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+                    outcome.cpu_per_event = Some(after.saturating_sub(before) / events as u32);
+                }
                 let reconnected = logs.len() > 1;
                 outcome.once_in_order = Some(if bridge {
                     let (ok, detail) = stop_bridge(&mut child, state.path(), events + 2);
