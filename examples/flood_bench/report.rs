@@ -1,6 +1,8 @@
 //! Collects the runs and prints issue 11's table (medians over rounds, with
-//! smolcord ÷ twilight ratios), the server's own figures that show it is
-//! not the bottleneck, and the issue's goals checked against the medians.
+//! smolcord ÷ twilight ratios: the median of each round's ratio, since the
+//! two ran seconds apart under the same load), the server's own figures
+//! that show it is not the bottleneck, and the issue's goals checked
+//! against the medians.
 
 use crate::run::{self, Case, Client, ClientLogs, Outcome, INTERVAL};
 use crate::server::{Mode, Server};
@@ -75,7 +77,8 @@ pub fn sink_ceiling(case: Case, compress: bool) -> Result<Ceiling, String> {
 pub struct Results {
     pub ceilings: Vec<(Case, bool, Ceiling)>,
     pub logs: ClientLogs,
-    runs: Vec<(&'static str, Case, bool, Outcome)>,
+    /// (round, client, case, compressed, outcome)
+    runs: Vec<(u32, &'static str, Case, bool, Outcome)>,
 }
 
 fn kind(compress: bool) -> &'static str {
@@ -188,7 +191,8 @@ impl Results {
                     .map_or(String::new(), |n| format!(" ({n} pongs still owed then)")),
             );
         }
-        self.runs.push((client.name(), case, compress, outcome));
+        self.runs
+            .push((round, client.name(), case, compress, outcome));
         // Let the machine settle (sockets, page cache) between runs.
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -199,10 +203,37 @@ impl Results {
         case: Case,
         compress: bool,
     ) -> impl Iterator<Item = &'a Outcome> + 'a {
+        self.rounds(client, case, compress).map(|(_, o)| o)
+    }
+
+    fn rounds<'a>(
+        &'a self,
+        client: &'a str,
+        case: Case,
+        compress: bool,
+    ) -> impl Iterator<Item = (u32, &'a Outcome)> + 'a {
         self.runs
             .iter()
-            .filter(move |(c, k, z, _)| *c == client && *k == case && *z == compress)
-            .map(|(_, _, _, o)| o)
+            .filter(move |(_, c, k, z, _)| *c == client && *k == case && *z == compress)
+            .map(|(round, _, _, _, o)| (*round, o))
+    }
+
+    /// `client`'s figure ÷ twilight's, round by round (the two ran a few
+    /// seconds apart, under the same load), and the median of those.
+    fn ratio(&self, client: &str, case: Case, compress: bool, figure: Figure) -> Option<f64> {
+        let twilight: Vec<(u32, f64)> = self
+            .rounds("twilight", case, compress)
+            .filter_map(|(round, o)| Some((round, figure(o)?)))
+            .collect();
+        median(
+            self.rounds(client, case, compress)
+                .filter_map(|(round, o)| {
+                    let a = figure(o)?;
+                    let (_, b) = twilight.iter().find(|(r, _)| *r == round)?;
+                    (*b > 0.0).then(|| a / b)
+                })
+                .collect(),
+        )
     }
 
     fn median(&self, client: &str, case: Case, compress: bool, figure: Figure) -> Option<f64> {
@@ -244,7 +275,7 @@ impl Results {
         let smolcords: Vec<&str> = names.iter().copied().filter(|n| *n != "twilight").collect();
         println!();
         println!(
-            "## flood_bench: medians of {} round(s) (hostile cases: {}), heartbeat interval {} ms",
+            "## flood_bench: medians of {} round(s) (hostile cases: {}; ratios: the median of each round's), heartbeat interval {} ms",
             args.rounds,
             args.hostile_rounds,
             INTERVAL.as_millis()
@@ -286,13 +317,8 @@ impl Results {
                     let cell: Vec<String> = [false, true]
                         .iter()
                         .map(|z| {
-                            match (
-                                self.median(name, case, *z, figure),
-                                self.median("twilight", case, *z, figure),
-                            ) {
-                                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-                                _ => "—".into(),
-                            }
+                            self.ratio(name, case, *z, figure)
+                                .map_or("—".into(), |r| format!("{r:.2}×"))
                         })
                         .collect();
                     row += &format!(" {} |", cell.join(" / "));
@@ -497,22 +523,13 @@ impl Results {
             }
             if twilight {
                 for (compress, goal) in [(false, 1.4), (true, 1.2)] {
-                    let ratio = match (
-                        self.median("smolcord shard", *case, compress, rate),
-                        self.median("twilight", *case, compress, rate),
-                    ) {
-                        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-                        _ => None,
-                    };
-                    // The same ratio from CPU time per event, which the
-                    // machine's other load disturbs far less.
-                    let cpu_ratio = match (
-                        self.median("smolcord shard", *case, compress, cpu),
-                        self.median("twilight", *case, compress, cpu),
-                    ) {
-                        (Some(a), Some(b)) if a > 0.0 => Some(b / a),
-                        _ => None,
-                    };
+                    let ratio = self.ratio("smolcord shard", *case, compress, rate);
+                    // The same from CPU time per event (twilight's ÷ ours),
+                    // which the machine's other load disturbs far less.
+                    let cpu_ratio = self
+                        .ratio("smolcord shard", *case, compress, cpu)
+                        .filter(|r| *r > 0.0)
+                        .map(|r| 1.0 / r);
                     println!(
                         "  {:<8} {:<5} smolcord shard throughput ≥ {goal}× twilight: {} ({}; by CPU time per event: {})",
                         case.name(),
