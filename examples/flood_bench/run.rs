@@ -358,13 +358,14 @@ impl Watch<'_> {
             Case::StopThenPings(_) | Case::PingsThenStop(_) => {
                 match (first.reading_stopped, reconnect) {
                     (Some(_), Some(at)) => Progress::Done(at, "left the dead connection".into()),
-                    (Some(stopped), None) if stopped.elapsed() > LEAVE_BOUND => Progress::Done(
-                        Instant::now(),
-                        format!(
-                        "STUCK: still on the dead connection {} s after the server stopped reading",
-                        LEAVE_BOUND.as_secs()
-                    ),
-                    ),
+                    (Some(stopped), None) if stopped.elapsed() > LEAVE_BOUND => {
+                        let stuck = "STUCK: still on the dead connection";
+                        let after = LEAVE_BOUND.as_secs();
+                        Progress::Done(
+                            Instant::now(),
+                            format!("{stuck} {after} s after the server stopped reading"),
+                        )
+                    }
                     _ => Progress::Running,
                 }
             }
@@ -396,10 +397,10 @@ pub fn measure(
     client: &Client,
     case: Case,
     compress: bool,
-    logs: &ClientLogs,
+    client_logs: &ClientLogs,
     tag: &str,
 ) -> Outcome {
-    match measure_inner(client, case, compress, logs, tag) {
+    match measure_inner(client, case, compress, client_logs, tag) {
         Ok(outcome) => outcome,
         Err(verdict) => Outcome {
             verdict,
@@ -540,7 +541,8 @@ fn measure_inner(
     };
     if let (Some(stopped), true) = (first.reading_stopped, outcome.verdict.starts_with("left")) {
         // Seen at the next sample at the latest.
-        outcome.dropped_after = dropped.map(|d: Instant| d.min(done_at) - stopped);
+        outcome.dropped_after =
+            dropped.map(|d: Instant| d.min(done_at).saturating_duration_since(stopped));
         outcome.back_after = Some(done_at.saturating_duration_since(stopped));
     }
     if let Case::PingsThenStop(pings) = case {
