@@ -20,7 +20,7 @@ use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
 use super::nonce::{self, Notice};
-use super::persist::{Coalescing, SaveReason, SessionAndStatus};
+use super::persist::{Coalescing, SaveReason, SessionAndStatus, SessionFile};
 use super::queue::{Job, Room, Work, MAX_JOBS};
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
@@ -29,7 +29,7 @@ use crate::offload;
 use crate::protocol::{Message, Ready, Snowflake};
 use crate::recorder::FailureKind;
 use crate::rest::Nonce;
-use crate::shard::{ShardError, ShardEvent, ShardHandle};
+use crate::shard::{ShardError, ShardEvent, ShardSetHandle};
 use crate::status::{now_unix_ms, StatusSnapshot};
 use smol::channel::{Receiver, Sender};
 use std::future::Future;
@@ -68,7 +68,7 @@ pub(crate) struct Writers {
 /// The dispatch loop and its state.
 pub(crate) struct Loop {
     pub ctx: Rc<Ctx>,
-    pub shard: ShardHandle,
+    pub shard: ShardSetHandle,
     pub writers: Writers,
     pub directory: ChannelDirectory,
     pub marker: Option<RestartMarker>,
@@ -81,7 +81,7 @@ pub(crate) struct Loop {
 enum Wake {
     Stop,
     Reload,
-    Event(Result<ShardEvent, ShardError>),
+    Event(Result<(u32, ShardEvent), ShardError>),
 }
 
 impl Loop {
@@ -140,21 +140,21 @@ impl Loop {
                     );
                     break BridgeOutcome::ShardFatal(e);
                 }
-                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => {
+                Wake::Event(Ok((_, ShardEvent::Heartbeat(_)))) => {
                     self.save_session_and_status(SaveReason::Beat)
                 }
-                Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
-                    log::info!("gateway disconnected ({reason}); the shard reconnects");
+                Wake::Event(Ok((shard, ShardEvent::Disconnected { reason }))) => {
+                    log::info!("gateway disconnected ({reason}); shard {shard} reconnects");
                     self.save_session_and_status(SaveReason::Disconnected);
                     self.ctx
                         .reporter
                         .fail(FailureKind::Gateway, "shard", None, reason);
                 }
-                Wake::Event(Ok(ShardEvent::Dispatch(dispatch))) => {
+                Wake::Event(Ok((shard, ShardEvent::Dispatch(dispatch)))) => {
                     let seq = dispatch.seq;
                     match dispatch.name.as_str() {
                         "READY" => {
-                            self.ctx.floor.borrow_mut().new_session(seq);
+                            self.ctx.floor.borrow_mut().new_session(shard, seq);
                             match dispatch.data::<Ready>() {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
@@ -162,15 +162,15 @@ impl Loop {
                             self.session_started().await;
                         }
                         "RESUMED" => {
-                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.ctx.floor.borrow_mut().consumed(shard, seq);
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
-                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.ctx.floor.borrow_mut().consumed(shard, seq);
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
                                     let outcome =
-                                        self.on_message(message, seq, stop.as_mut()).await;
+                                        self.on_message(message, shard, seq, stop.as_mut()).await;
                                     if let Some(outcome) = outcome {
                                         break outcome;
                                     }
@@ -187,7 +187,7 @@ impl Loop {
                             }
                         }
                         name => {
-                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.ctx.floor.borrow_mut().consumed(shard, seq);
                             match self.directory.apply(name, dispatch.raw_data()) {
                                 Ok(true) => self.writers.directory.set(&self.directory),
                                 Ok(false) => {}
@@ -267,10 +267,21 @@ impl Loop {
     }
 
     fn save_session_and_status(&self, reason: SaveReason) {
-        let status = self.shard.status();
-        let state = self.ctx.floor.borrow().state_to_save(status.state.clone());
-        self.writers.session_and_status.save(reason, state, || {
-            StatusSnapshot::capture(&status, self.ctx.counters.to_json())
+        let statuses = self.shard.statuses();
+        let count = statuses.first().map_or(1, |status| status.shard[1]);
+        let states = {
+            let floor = self.ctx.floor.borrow();
+            statuses
+                .iter()
+                .map(|status| {
+                    let id = status.shard[0];
+                    (id, floor.state_to_save(id, status.state.clone()))
+                })
+                .collect()
+        };
+        let file = SessionFile::new(count, states);
+        self.writers.session_and_status.save(reason, file, || {
+            StatusSnapshot::capture_set(&statuses, self.ctx.counters.to_json())
         });
     }
 
@@ -322,6 +333,7 @@ impl Loop {
     async fn on_message<S: Future<Output = ()>>(
         &mut self,
         message: Message,
+        shard: u32,
         seq: u64,
         mut stop: Pin<&mut S>,
     ) -> Option<BridgeOutcome> {
@@ -349,7 +361,7 @@ impl Loop {
                 let channel = message.channel_id;
                 // The ticket holds the saved seq below this message until
                 // it is handled, also while it waits for room.
-                let ticket = ctx.floor.borrow_mut().begin(seq);
+                let ticket = ctx.floor.borrow_mut().begin(shard, seq);
                 let guard = ctx.inflight.begin(format!(
                     "message {} in channel {channel}: queued",
                     message.id

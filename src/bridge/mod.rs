@@ -64,7 +64,9 @@ pub use counters::{BridgeCounters, CountersSnapshot};
 pub use dispatch::BridgeOutcome;
 pub use outbox::OUTBOX_DIR;
 pub use pairing::{approve_code, Approval, PairError, PairingRules};
-pub use persist::{load_session_state, session_path, SESSION_FILE};
+pub use persist::{
+    load_session_state, load_session_states, session_path, SessionFile, SESSION_FILE,
+};
 pub use queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
 pub use tunables::{Tunables, DRAIN_BOUND};
 
@@ -73,7 +75,7 @@ use crate::offload;
 use crate::protocol::Snowflake;
 use crate::recorder::Recorder;
 use crate::rest::RestClient;
-use crate::shard::ShardHandle;
+use crate::shard::ShardSetHandle;
 use crate::status;
 use access::Access;
 use ctx::Ctx;
@@ -137,7 +139,7 @@ pub struct Bridge {
     config: Config,
     tunables: Tunables,
     rest: RestClient,
-    shard: ShardHandle,
+    shard: ShardSetHandle,
     reporter: Reporter,
     counters: BridgeCounters,
     access: Access,
@@ -166,11 +168,12 @@ fn snowflake(key: &str, value: &str) -> Result<Snowflake, BridgeError> {
 
 impl Bridge {
     /// Loads access (restore from backup rule), restart markers, counters;
-    /// bumps the restart-failure counter; decides safe mode.
+    /// bumps the restart-failure counter; decides safe mode. `shard` is one
+    /// shard's handle or a set's.
     pub async fn start(
         config: Config,
         rest: RestClient,
-        shard: ShardHandle,
+        shard: impl Into<ShardSetHandle>,
         recorder: Recorder,
     ) -> Result<Bridge, BridgeError> {
         Bridge::start_with(config, rest, shard, recorder, Tunables::default()).await
@@ -180,10 +183,17 @@ impl Bridge {
     pub async fn start_with(
         config: Config,
         rest: RestClient,
-        shard: ShardHandle,
+        shard: impl Into<ShardSetHandle>,
         recorder: Recorder,
         tunables: Tunables,
     ) -> Result<Bridge, BridgeError> {
+        let shard = shard.into();
+        if shard.shard(0).is_none() {
+            log::warn!(
+                "this process runs shards {:?} but not shard 0: Discord sends direct messages to shard 0 only, so it bridges no DMs (guild messages of its shards only)",
+                shard.shards().iter().map(|h| h.status().shard[0]).collect::<Vec<_>>()
+            );
+        }
         let state_dir = config.state_dir.clone();
         offload::create_dir_all(&state_dir).await?;
         offload::create_dir_all(&state_dir.join("tmp")).await?;
@@ -301,8 +311,9 @@ impl Bridge {
         let status_live = match status::socket::StatusListener::bind(&state_dir).await {
             Ok(listener) => {
                 let (shard, counters) = (self.shard.clone(), self.counters.clone());
-                let snapshot =
-                    move || status::StatusSnapshot::capture(&shard.status(), counters.to_json());
+                let snapshot = move || {
+                    status::StatusSnapshot::capture_set(&shard.statuses(), counters.to_json())
+                };
                 ex.spawn(crate::loopwatch::watch(
                     "bridge-status-socket",
                     listener.serve(snapshot),
