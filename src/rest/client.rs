@@ -98,6 +98,12 @@ impl RestClient {
             // better reported than followed.
             .max_redirects(0)
             .timeout_global(Some(DEFAULT_TIMEOUT))
+            // 16 KiB instead of ureq's 128 KiB each: a pooled connection
+            // keeps both while the bot idles (−0.22 MiB of idle RSS), and
+            // Discord's response headers are a few KiB (bodies and uploads
+            // stream through).
+            .input_buffer_size(16 * 1024)
+            .output_buffer_size(16 * 1024)
             .build();
         RestClient {
             shared: Arc::new(Shared {
