@@ -85,6 +85,45 @@ impl Route {
     fn name(&self) -> String {
         format!("{} {}", self.method, self.template)
     }
+
+    /// `POST /channels/{channel_id}/messages`, the id checked.
+    fn new_message(channel_id: &str) -> Result<Route, RestError> {
+        let route = Route {
+            method: "POST",
+            template: "/channels/{channel_id}/messages",
+            path: format!("/channels/{channel_id}/messages"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        Ok(route)
+    }
+
+    /// `PATCH /channels/{channel_id}/messages/{message_id}`, the ids checked.
+    fn edit_message(channel_id: &str, message_id: &str) -> Result<Route, RestError> {
+        let route = Route {
+            method: "PATCH",
+            template: "/channels/{channel_id}/messages/{message_id}",
+            path: format!("/channels/{channel_id}/messages/{message_id}"),
+            major: channel_id.to_owned(),
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        snowflake(&route, "message_id", message_id)?;
+        Ok(route)
+    }
+}
+
+/// A message body: `content` with mentions disabled, and for a new message
+/// its `nonce` with `enforce_nonce`.
+fn message_body(content: &str, nonce: Option<&Nonce>) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "content": content,
+        "allowed_mentions": { "parse": [] },
+    });
+    if let Some(nonce) = nonce {
+        body["nonce"] = nonce.as_str().into();
+        body["enforce_nonce"] = true.into();
+    }
+    body
 }
 
 impl RestClient {
@@ -202,21 +241,10 @@ impl RestClient {
         content: &str,
         nonce: &Nonce,
     ) -> Result<Message, RestError> {
-        let route = Route {
-            method: "POST",
-            template: "/channels/{channel_id}/messages",
-            path: format!("/channels/{channel_id}/messages"),
-            major: channel_id.to_owned(),
-        };
-        snowflake(&route, "channel_id", channel_id)?;
+        let route = Route::new_message(channel_id)?;
         check_content(&route, content)?;
-        let body = serde_json::json!({
-            "content": content,
-            "allowed_mentions": { "parse": [] },
-            "nonce": nonce.as_str(),
-            "enforce_nonce": true,
-        });
-        self.call(route, Some(body)).await
+        self.call(route, Some(message_body(content, Some(nonce))))
+            .await
     }
 
     /// `PATCH /channels/{id}/messages/{id}`: replaces a message's content.
@@ -226,20 +254,9 @@ impl RestClient {
         message_id: &str,
         content: &str,
     ) -> Result<Message, RestError> {
-        let route = Route {
-            method: "PATCH",
-            template: "/channels/{channel_id}/messages/{message_id}",
-            path: format!("/channels/{channel_id}/messages/{message_id}"),
-            major: channel_id.to_owned(),
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        snowflake(&route, "message_id", message_id)?;
+        let route = Route::edit_message(channel_id, message_id)?;
         check_content(&route, content)?;
-        let body = serde_json::json!({
-            "content": content,
-            "allowed_mentions": { "parse": [] },
-        });
-        self.call(route, Some(body)).await
+        self.call(route, Some(message_body(content, None))).await
     }
 
     /// `POST /channels/{id}/messages` with a file and a random [`Nonce`]
@@ -266,21 +283,8 @@ impl RestClient {
         file: Upload<'_>,
         nonce: &Nonce,
     ) -> Result<Message, RestError> {
-        let route = Route {
-            method: "POST",
-            template: "/channels/{channel_id}/messages",
-            path: format!("/channels/{channel_id}/messages"),
-            major: channel_id.to_owned(),
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        let payload = serde_json::json!({
-            "content": content,
-            "allowed_mentions": { "parse": [] },
-            "nonce": nonce.as_str(),
-            "enforce_nonce": true,
-            "attachments": [{ "id": 0, "filename": file.filename }],
-        });
-        let body = upload_body(&route, content, &payload, file)?;
+        let route = Route::new_message(channel_id)?;
+        let body = upload_body(&route, message_body(content, Some(nonce)), file)?;
         self.call_with(route, Some(body)).await
     }
 
@@ -294,20 +298,8 @@ impl RestClient {
         content: &str,
         file: Upload<'_>,
     ) -> Result<Message, RestError> {
-        let route = Route {
-            method: "PATCH",
-            template: "/channels/{channel_id}/messages/{message_id}",
-            path: format!("/channels/{channel_id}/messages/{message_id}"),
-            major: channel_id.to_owned(),
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        snowflake(&route, "message_id", message_id)?;
-        let payload = serde_json::json!({
-            "content": content,
-            "allowed_mentions": { "parse": [] },
-            "attachments": [{ "id": 0, "filename": file.filename }],
-        });
-        let body = upload_body(&route, content, &payload, file)?;
+        let route = Route::edit_message(channel_id, message_id)?;
+        let body = upload_body(&route, message_body(content, None), file)?;
         self.call_with(route, Some(body)).await
     }
 
@@ -527,20 +519,22 @@ fn snowflake(route: &Route, what: &str, id: &str) -> Result<(), RestError> {
     }
 }
 
-/// The multipart body of a message with one file, within Discord's limits.
+/// The multipart body of a message (`payload`, which gets the file's
+/// `attachments` entry) with one file, within Discord's limits.
 fn upload_body(
     route: &Route,
-    content: &str,
-    payload: &serde_json::Value,
+    mut payload: serde_json::Value,
     file: Upload<'_>,
 ) -> Result<Body, RestError> {
     let invalid = |detail: String| RestError::InvalidInput {
         route: route.name(),
         detail,
     };
+    let content = payload["content"].as_str().unwrap_or_default();
     if !content.is_empty() {
         check_content(route, content)?;
     }
+    payload["attachments"] = serde_json::json!([{ "id": 0, "filename": file.filename }]);
     if !multipart::plain_filename(file.filename) {
         return Err(invalid(format!(
             "file name {:?} must be 1 to 100 ASCII letters, digits, '.', '_' or '-'",
