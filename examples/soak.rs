@@ -1,39 +1,180 @@
-//! Soak: random gateway faults while DMs flow, then count what arrived.
+//! Soak: `smolcord run` (the real binary, as a child) against the
+//! simulator, with random faults while DMs and spool results flow, then
+//! count the replies and results that arrived.
 //!
-//! The simulator injects numbered DMs at a steady rate and, every so often,
-//! a random fault the shard must survive by resuming (op 7, TCP drop, close
-//! 4000, op 9 `true`, dropped ACKs = zombie, stalls, delays, malformed
-//! frames, server heartbeat requests). At the end it prints how many DMs
-//! were delivered, lost and duplicated. Expected: all / 0 / 0.
+//! Between faults two users DM the bot (the agent answers half of them in
+//! two parts) and an agent drops a result into `spool/results/` (two in
+//! three of three parts). Each fault is one of: a resumable gateway fault
+//! (op 7, TCP drop, close 4000, op 9 `true`, dropped ACKs = zombie, stall,
+//! delay, malformed frame, heartbeat request), a REST fault (a 5xx, a 429,
+//! a slow answer; each within what the REST client retries), or a process
+//! restart (SIGKILL, or SIGTERM with its drain). At the end it prints how
+//! many replies and results were delivered, lost and duplicated, as the
+//! simulator saw them (a re-send Discord deduplicates by nonce is not a
+//! second message), and exits 1 unless every one arrived exactly once.
 //!
 //! ```text
-//! cargo run --release --example soak [-- FAULTS]
+//! cargo build --release --bin smolcord --example soak
+//! target/release/examples/soak [FAULTS]      # default 40; the README's: 1000
 //! ```
+//!
+//! `SMOLCORD_BIN` names the binary (default: `smolcord` beside the
+//! examples directory); `SOAK_LOG=FILE` keeps the bot's log (info level).
+#![allow(clippy::disallowed_methods)] // a benchmark driver: it plays Discord and the supervisor
 
-#[path = "common/bench.rs"]
-mod bench;
-
-use smol::LocalExecutor;
-use smolcord::protocol::Message;
-use smolcord::shard::ShardEvent;
-use smolcord::sim::Fault;
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use rustix::process::{kill_process, Pid, Signal};
+use smolcord::protocol::Snowflake;
+use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, Simulator, DEFAULT_SIM_TOKEN};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn random_fault() -> Fault {
-    match fastrand::u8(0..9) {
-        0 => Fault::Reconnect,
-        1 => Fault::DropTcp,
-        2 => Fault::Close(4000),
-        3 => Fault::InvalidSession(true),
-        4 => Fault::DropAcks(2),
-        5 => Fault::Stall(Duration::from_millis(fastrand::u64(50..300))),
-        6 => Fault::Malformed,
-        7 => Fault::RequestHeartbeat,
-        _ => Fault::Delay(Duration::from_millis(fastrand::u64(0..40))),
+const OWNER: u64 = 1_200_000_000_000_000_010;
+const ALICE: u64 = 1_200_000_000_000_000_011;
+/// Whose DM channel the results go to.
+const RESULTS_USER: u64 = 1_200_000_000_000_000_013;
+/// DMs between two faults (alternating users), and their spacing.
+const DMS_PER_FAULT: usize = 3;
+const DM_GAP: Duration = Duration::from_millis(40);
+/// After the last fault: the bound on everything arriving.
+const SETTLE: Duration = Duration::from_secs(120);
+
+/// The agent: one message for `<sN>`, two parts (`<lN>.0`, `<lN>.1`) for `<lN>`.
+const AGENT: &str = r#"tag=$(grep -o '<[sl][0-9]*>' | head -n 1)
+pad=$(printf '%01900d' 0)
+case "$tag" in
+  "<l"*) printf '%s.0 %s\n%s.1 %s\n' "$tag" "$pad" "$tag" "$pad" ;;
+  *) printf '%s reply\n' "$tag" ;;
+esac"#;
+
+/// What must arrive exactly once: the tag each part starts with.
+struct Expected {
+    parts: Vec<String>,
+    result: bool,
+}
+
+enum Chaos {
+    Gateway(Fault),
+    Rest(RestFaultKind),
+    Kill,
+    Term,
+}
+
+fn random_chaos() -> Chaos {
+    match fastrand::u8(0..14) {
+        0 => Chaos::Gateway(Fault::Reconnect),
+        1 => Chaos::Gateway(Fault::DropTcp),
+        2 => Chaos::Gateway(Fault::Close(4000)),
+        3 => Chaos::Gateway(Fault::InvalidSession(true)),
+        4 => Chaos::Gateway(Fault::DropAcks(2)),
+        5 => Chaos::Gateway(Fault::Stall(Duration::from_millis(fastrand::u64(50..300)))),
+        6 => Chaos::Gateway(Fault::Malformed),
+        7 => Chaos::Gateway(Fault::RequestHeartbeat),
+        8 => Chaos::Gateway(Fault::Delay(Duration::from_millis(fastrand::u64(0..40)))),
+        9 => Chaos::Rest(RestFaultKind::ServerError(503)),
+        10 => Chaos::Rest(RestFaultKind::RateLimited {
+            retry_after: 0.3,
+            global: false,
+        }),
+        11 => Chaos::Rest(RestFaultKind::Delay(Duration::from_millis(fastrand::u64(
+            100..1000,
+        )))),
+        12 => Chaos::Kill,
+        _ => Chaos::Term,
     }
+}
+
+fn name(chaos: &Chaos) -> String {
+    let full = match chaos {
+        Chaos::Gateway(fault) => format!("{fault:?}"),
+        Chaos::Rest(kind) => format!("Rest{kind:?}"),
+        Chaos::Kill => "SIGKILL".into(),
+        Chaos::Term => "SIGTERM".into(),
+    };
+    full.split(['(', ' ', '{']).next().unwrap_or("?").to_owned()
+}
+
+fn binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("SMOLCORD_BIN") {
+        return path.into();
+    }
+    let exe = std::env::current_exe().expect("the soak's own path");
+    // target/PROFILE/examples/soak -> target/PROFILE/smolcord
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("smolcord"))
+        .expect("a target directory");
+    if !bin.exists() {
+        eprintln!(
+            "soak: {} is missing; build it first: cargo build --release --bin smolcord --example soak (or set SMOLCORD_BIN)",
+            bin.display()
+        );
+        std::process::exit(2);
+    }
+    bin
+}
+
+struct Bot {
+    binary: PathBuf,
+    sim: Simulator,
+    state: PathBuf,
+    child: Child,
+    log: Option<PathBuf>,
+}
+
+impl Bot {
+    fn spawn(binary: &Path, sim: &Simulator, state: &Path, log: Option<&Path>) -> Child {
+        let stderr = log.map_or_else(Stdio::null, |path| {
+            Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .expect("the log opens"),
+            )
+        });
+        Command::new(binary)
+            .arg("run")
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("DISCORD_TOKEN", DEFAULT_SIM_TOKEN)
+            .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
+            .env("SMOLCORD_API_BASE", sim.api_base())
+            .env("SMOLCORD_STATE_DIR", state)
+            .env("RUST_LOG", if log.is_some() { "info" } else { "error" })
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("smolcord run starts")
+    }
+
+    /// Stops the child with `signal` and starts a new one; returns whether
+    /// the old one had ended by itself before (an unexpected exit).
+    fn restart(&mut self, signal: Signal) -> bool {
+        let ended = self.child.try_wait().expect("wait").is_some();
+        if !ended {
+            kill_process(Pid::from_child(&self.child), signal).expect("signal");
+            // SIGTERM drains for at most 2 s; SIGKILL is at once.
+            self.child.wait().expect("reaped");
+        }
+        self.child = Bot::spawn(&self.binary, &self.sim, &self.state, self.log.as_deref());
+        ended
+    }
+}
+
+/// How many of the bot's messages in `channels` start with each tag (a
+/// part's first word).
+fn tally(sim: &Simulator, channels: &[Snowflake]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for &channel in channels {
+        for message in sim.messages_in(channel) {
+            let tag = message.content.split(' ').next().unwrap_or_default();
+            *counts.entry(tag.to_owned()).or_default() += 1;
+        }
+    }
+    counts
 }
 
 fn main() {
@@ -41,83 +182,181 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(40);
-    let sim = bench::start_sim(Duration::from_millis(300));
-    let ex = LocalExecutor::new();
-    smol::block_on(ex.run(async {
-        let handle = bench::spawn_shard(&ex, &sim, fastrand::bool());
-        bench::ready(&handle).await;
-        let running = Arc::new(AtomicBool::new(true));
-        let chaos = {
-            let (sim, running) = (sim.clone(), running.clone());
-            // The chaos runs on its own thread (it plays Discord), so it may sleep.
-            #[allow(clippy::disallowed_methods)]
-            std::thread::spawn(move || {
-                let mut sent = 0u64;
-                let mut applied = BTreeMap::<String, usize>::new();
-                for n in 0..faults {
-                    for _ in 0..20 {
-                        sim.send_dm(42, "soak", &sent.to_string());
-                        sent += 1;
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                    let fault = random_fault();
-                    let name = format!("{fault:?}");
-                    let name = name.split('(').next().unwrap_or("?").to_owned();
-                    *applied.entry(name).or_default() += 1;
-                    sim.fault(fault);
-                    if n % 5 == 4 {
-                        sim.fault(Fault::Delay(Duration::ZERO));
-                    }
+    let binary = binary();
+    let sim = Simulator::start(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        command_limit: u32::MAX,
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let state = tempfile::tempdir().expect("a state dir");
+    let config = serde_json::json!({
+        "owner_id": OWNER.to_string(),
+        "allowed_user_ids": [ALICE.to_string()],
+        "agent_cmd": ["/bin/sh", "-c", AGENT],
+        "safe_mode_after_failures": 100_000,
+    });
+    std::fs::write(state.path().join("config.json"), config.to_string()).expect("config");
+    let log = std::env::var_os("SOAK_LOG").map(PathBuf::from);
+    let child = Bot::spawn(&binary, &sim, state.path(), log.as_deref());
+    let mut bot = Bot {
+        binary,
+        sim: sim.clone(),
+        state: state.path().to_path_buf(),
+        child,
+        log,
+    };
+    // Discord delivers nothing sent before a bot ever connected.
+    smol::block_on(sim.wait_for(Duration::from_secs(10), |e| {
+        matches!(e, smolcord::sim::SimEvent::Identified { .. })
+    }))
+    .expect("the first session");
+
+    let started = Instant::now();
+    let results_dir = state.path().join("spool/results");
+    let results_channel = sim.dm_channel_of(RESULTS_USER);
+    let pad = "0".repeat(1900);
+    let mut expected: Vec<Expected> = Vec::new();
+    let mut applied = BTreeMap::<String, usize>::new();
+    let mut unexpected_exits = 0;
+    let (mut dms, mut results) = (0usize, 0usize);
+    for n in 0..faults {
+        for _ in 0..DMS_PER_FAULT {
+            let (user, who) = if dms % 2 == 0 {
+                (OWNER, "owner")
+            } else {
+                (ALICE, "alice")
+            };
+            let (tag, parts) = if (dms / 2) % 2 == 0 {
+                let tag = format!("<s{dms}>");
+                (tag.clone(), vec![tag.clone()])
+            } else {
+                let tag = format!("<l{dms}>");
+                (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
+            };
+            sim.send_dm(user, who, &format!("message {tag}"));
+            expected.push(Expected {
+                parts,
+                result: false,
+            });
+            dms += 1;
+            std::thread::sleep(DM_GAP);
+        }
+        if n % 2 == 0 {
+            let parts: Vec<String> = if results % 3 == 0 {
+                vec![format!("<r{results}>")]
+            } else {
+                (0..3).map(|p| format!("<r{results}>.{p}")).collect()
+            };
+            let content = if parts.len() == 1 {
+                format!("{} result in one part", parts[0])
+            } else {
+                parts
+                    .iter()
+                    .map(|p| format!("{p} {pad}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            let body = serde_json::json!({
+                "channel_id": results_channel.to_string(),
+                "content": content,
+            });
+            let tmp = results_dir.join(format!(".{results}.tmp"));
+            std::fs::write(&tmp, body.to_string()).expect("a result");
+            std::fs::rename(&tmp, results_dir.join(format!("soak-{results}.json")))
+                .expect("rename");
+            expected.push(Expected {
+                parts,
+                result: true,
+            });
+            results += 1;
+        }
+        let chaos = random_chaos();
+        *applied.entry(name(&chaos)).or_default() += 1;
+        match chaos {
+            Chaos::Gateway(fault) => {
+                sim.fault(fault);
+                if n % 5 == 4 {
+                    sim.fault(Fault::Delay(Duration::ZERO));
                 }
-                sim.fault(Fault::Delay(Duration::ZERO));
-                running.store(false, Ordering::Relaxed);
-                (sent, applied)
-            })
-        };
-        let mut received: BTreeMap<u64, u32> = BTreeMap::new();
-        let mut quiet_since: Option<Instant> = None;
-        loop {
-            let next = futures_lite::future::or(async { Some(handle.next_event().await) }, async {
-                async_io::Timer::after(Duration::from_millis(200)).await;
-                None
-            })
-            .await;
-            match next {
-                Some(Ok(ShardEvent::Dispatch(d))) if d.name == "MESSAGE_CREATE" => {
-                    if let Ok(message) = d.data::<Message>() {
-                        if let Ok(n) = message.content.parse::<u64>() {
-                            *received.entry(n).or_default() += 1;
-                        }
-                    }
-                    quiet_since = None;
-                }
-                Some(Err(err)) => panic!("shard stopped: {err}"),
-                Some(_) => {}
-                None if !running.load(Ordering::Relaxed) => {
-                    // Done injecting: wait for 5 s of quiet, then count.
-                    let since = *quiet_since.get_or_insert_with(Instant::now);
-                    if since.elapsed() > Duration::from_secs(5) {
-                        break;
-                    }
-                }
-                None => {}
             }
+            Chaos::Rest(kind) => sim.rest_fault(RestFault {
+                kind,
+                count: 1,
+                path_prefix: None,
+            }),
+            Chaos::Kill => unexpected_exits += usize::from(bot.restart(Signal::KILL)),
+            Chaos::Term => unexpected_exits += usize::from(bot.restart(Signal::TERM)),
         }
-        let (sent, applied) = chaos.join().expect("chaos thread");
-        let delivered = (0..sent).filter(|n| received.contains_key(n)).count();
-        let duplicated: u32 = received.values().map(|count| count - 1).sum();
-        let status = handle.status();
-        println!("faults applied: {applied:?}");
-        println!(
-            "gateway: {} session(s) started, {} resumes, {} zombies detected, {} replayed duplicates dropped",
-            status.sessions_started, status.resumes, status.heartbeat.lifetime.zombies, status.duplicates_dropped
-        );
-        println!(
-            "dispatches delivered / lost / duplicated: {delivered} / {} / {duplicated}  (of {sent} sent)",
-            sent as usize - delivered
-        );
-        if delivered as u64 != sent || duplicated != 0 {
-            std::process::exit(1);
+    }
+    sim.fault(Fault::Delay(Duration::ZERO));
+    let injected = started.elapsed();
+
+    // Wait for every part (bounded), then stop the bot properly.
+    let deadline = Instant::now() + SETTLE;
+    let channels = [
+        sim.dm_channel_of(OWNER),
+        sim.dm_channel_of(ALICE),
+        results_channel,
+    ];
+    let copies = |counts: &HashMap<String, usize>, part: &String| -> usize {
+        counts.get(part).copied().unwrap_or(0)
+    };
+    loop {
+        let counts = tally(&sim, &channels);
+        let arrived = expected
+            .iter()
+            .all(|e| e.parts.iter().all(|p| copies(&counts, p) > 0));
+        if arrived || Instant::now() > deadline {
+            break;
         }
-    }));
+        if bot.child.try_wait().expect("wait").is_some() {
+            unexpected_exits += 1;
+            bot.restart(Signal::TERM);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    kill_process(Pid::from_child(&bot.child), Signal::TERM).expect("SIGTERM");
+    let status = bot.child.wait().expect("reaped");
+
+    // [replies, results] x [delivered, lost, duplicated]
+    let mut figures = [[0usize; 3]; 2];
+    let counts = tally(&sim, &channels);
+    for e in &expected {
+        let counts: Vec<usize> = e.parts.iter().map(|p| copies(&counts, p)).collect();
+        let row = &mut figures[usize::from(e.result)];
+        if counts.contains(&0) {
+            row[1] += 1;
+        } else {
+            row[0] += 1;
+        }
+        if counts.iter().any(|&c| c > 1) {
+            row[2] += 1;
+        }
+    }
+    let totals = sim.stats().totals;
+    println!("faults applied: {applied:?}");
+    println!(
+        "{faults} faults in {:.0} s; gateway: {} session(s) started, {} resumes; \
+         {unexpected_exits} unexpected exit(s); last exit {status}",
+        injected.as_secs_f64(),
+        totals.sessions_started,
+        totals.resumes,
+    );
+    println!(
+        "replies delivered / lost / duplicated: {} / {} / {}  (of {dms} DMs)",
+        figures[0][0], figures[0][1], figures[0][2]
+    );
+    println!(
+        "results delivered / lost / duplicated: {} / {} / {}  (of {results})",
+        figures[1][0], figures[1][1], figures[1][2]
+    );
+    println!(
+        "re-sends Discord deduplicated by nonce: {}",
+        totals.duplicates_prevented
+    );
+    let clean = figures.iter().all(|row| row[1] == 0 && row[2] == 0);
+    if !clean || !status.success() || unexpected_exits > 0 {
+        std::process::exit(1);
+    }
 }

@@ -316,6 +316,16 @@ fn a_snapshot_with_every_section_filled_matches_the_schema() {
         loop_stalls: serde_json::json!({"bridge-agent": {"count": 1, "worst_ms": 70.5, "total_ms": 70.5}}),
         bridge: counters.to_json(),
         sessions,
+        shards: (0..2)
+            .map(|id| smolcord::status::ShardLine {
+                shard: [id, 2],
+                connected: true,
+                sessions_started: 1,
+                resumes: 0,
+                heartbeat_interval_ms: Some(100),
+                last_ack_unix_ms: Some(now - 10),
+            })
+            .collect(),
     };
     let json = snapshot.report_json(now);
     let errors = validate(&schema(), &json);

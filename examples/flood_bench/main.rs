@@ -14,10 +14,13 @@
 //!   so the server stays far ahead of any client for a long time. Both in
 //!   plain text and zlib-stream, `--rounds` times (medians printed).
 //! - hostile (plain, `--hostile-rounds`): `ping-flood` (1 500 000 pings of
-//!   125 bytes; the server keeps reading), `ping-flood-then-stop-reading`
-//!   (the server stops reading for good, then sends 100 000 pings, so no
-//!   pong the client owes is ever taken off its hands: does it leave?),
-//!   `big-fragmented-message` (one 60 MiB message in 8 MiB frames).
+//!   125 bytes; the server keeps reading), `pings-then-stop-reading` (100 000
+//!   pings while the server reads, then it stops reading for good with the
+//!   pongs still owed piling up: the order issue 11 describes),
+//!   `stop-reading-then-pings` (the server stops reading for good, then sends
+//!   100 000 pings, so no pong is ever taken off the client's hands); in
+//!   both, does the client leave? `big-fragmented-message` (one 60 MiB
+//!   message in 8 MiB frames).
 //!
 //! Clients: `smolcord shard` (this example as `--shard-client`: the
 //! library's shard, every MESSAGE_CREATE decoded), `smolcord run` (the
@@ -31,9 +34,12 @@
 //! REST answer to a final DM), and whether every event came once, in order.
 //!
 //! Options: `--rounds N` (3), `--hostile-rounds N` (1), `--burst N`,
-//! `--overrun N`, `--cases burst,overrun,ping-flood,ping-stop,big-message`,
+//! `--overrun N`,
+//! `--cases burst,overrun,ping-flood,ping-then-stop,stop-then-ping,big-message`,
 //! `--clients shard,run,twilight`, `--smolcord PATH` (default: next to
-//! `examples/`), `--twilight DIR`.
+//! `examples/`), `--twilight DIR`, `--client-log LEVEL` (smolcord's
+//! `RUST_LOG`, default `warn`), `--client-logs DIR` (keep each run's client
+//! stderr there, e.g. to see why a client left).
 // A benchmark driver, not the event loop: it runs std threads and sockets,
 // reads /proc and sleeps between samples on purpose.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -48,6 +54,7 @@ mod run;
 mod server;
 mod shard_client;
 mod tally;
+mod tcp_state;
 mod ws;
 
 use run::{Case, Client};
@@ -62,6 +69,8 @@ pub struct Args {
     clients: Vec<String>,
     smolcord: Option<PathBuf>,
     twilight: Option<PathBuf>,
+    client_log: String,
+    client_logs: Option<PathBuf>,
     shard_client: Option<String>,
     events: u64,
     compress: bool,
@@ -78,10 +87,12 @@ fn parse() -> Result<Args, lexopt::Error> {
         hostile_rounds: 1,
         burst: 200_000,
         overrun: 1_000_000,
-        cases: list("burst,overrun,ping-flood,ping-stop,big-message".into()),
+        cases: list("burst,overrun,ping-flood,ping-then-stop,stop-then-ping,big-message".into()),
         clients: list("shard,run,twilight".into()),
         smolcord: None,
         twilight: None,
+        client_log: "warn".into(),
+        client_logs: None,
         shard_client: None,
         events: 0,
         compress: false,
@@ -97,6 +108,8 @@ fn parse() -> Result<Args, lexopt::Error> {
             Long("clients") => args.clients = list(parser.value()?.string()?),
             Long("smolcord") => args.smolcord = Some(parser.value()?.into()),
             Long("twilight") => args.twilight = Some(parser.value()?.into()),
+            Long("client-log") => args.client_log = parser.value()?.string()?,
+            Long("client-logs") => args.client_logs = Some(parser.value()?.into()),
             // The child side.
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
             Long("events") => args.events = parser.value()?.parse()?,
@@ -177,8 +190,11 @@ fn main() {
     if case_wanted("ping-flood") {
         hostile_cases.push(Case::PingFlood(1_500_000));
     }
-    if case_wanted("ping-stop") {
-        hostile_cases.push(Case::PingStop(100_000));
+    if case_wanted("ping-then-stop") {
+        hostile_cases.push(Case::PingsThenStop(100_000));
+    }
+    if case_wanted("stop-then-ping") {
+        hostile_cases.push(Case::StopThenPings(100_000));
     }
     if case_wanted("big-message") {
         hostile_cases.push(Case::Huge {
@@ -188,6 +204,10 @@ fn main() {
     }
 
     let mut results = report::Results::default();
+    results.logs = run::ClientLogs {
+        level: args.client_log.clone(),
+        keep_in: args.client_logs.clone(),
+    };
     for case in &flood_cases {
         for compress in [false, true] {
             match report::sink_ceiling(*case, compress) {

@@ -1,8 +1,10 @@
 //! Collects the runs and prints issue 11's table (medians over rounds, with
-//! smolcord ÷ twilight ratios), the server's own figures that show it is
-//! not the bottleneck, and the issue's goals checked against the medians.
+//! smolcord ÷ twilight ratios: the median of each round's ratio, since the
+//! two ran seconds apart under the same load), the server's own figures
+//! that show it is not the bottleneck, and the issue's goals checked
+//! against the medians.
 
-use crate::run::{self, Case, Client, Outcome, INTERVAL};
+use crate::run::{self, Case, Client, ClientLogs, Outcome, INTERVAL};
 use crate::server::{Mode, Server};
 use crate::ws;
 use crate::Args;
@@ -74,7 +76,9 @@ pub fn sink_ceiling(case: Case, compress: bool) -> Result<Ceiling, String> {
 #[derive(Default)]
 pub struct Results {
     pub ceilings: Vec<(Case, bool, Ceiling)>,
-    runs: Vec<(&'static str, Case, bool, Outcome)>,
+    pub logs: ClientLogs,
+    /// (round, client, case, compressed, outcome)
+    runs: Vec<(u32, &'static str, Case, bool, Outcome)>,
 }
 
 fn kind(compress: bool) -> &'static str {
@@ -133,18 +137,36 @@ fn first_beat(o: &Outcome) -> Option<f64> {
 fn rate(o: &Outcome) -> Option<f64> {
     o.events_per_sec
 }
+fn cpu(o: &Outcome) -> Option<f64> {
+    o.cpu_per_event.map(|d| d.as_secs_f64() * 1e6)
+}
 fn written(o: &Outcome) -> Option<f64> {
     o.written_after.map(|d| d.as_secs_f64())
 }
 fn in_write(o: &Outcome) -> Option<f64> {
     o.in_write_share.map(|s| s * 100.0)
 }
+fn dropped(o: &Outcome) -> Option<f64> {
+    o.dropped_after.map(|d| d.as_secs_f64())
+}
+fn back(o: &Outcome) -> Option<f64> {
+    o.back_after.map(|d| d.as_secs_f64())
+}
+fn owed(o: &Outcome) -> Option<f64> {
+    o.pongs_owed.map(|n| n as f64)
+}
 
 impl Results {
     pub fn run(&mut self, round: u32, client: &Client, case: Case, compress: bool) {
-        let outcome = run::measure(client, case, compress);
+        let tag = format!(
+            "r{round}-{}-{}-{}",
+            case.name(),
+            kind(compress),
+            client.name().replace(' ', "-")
+        );
+        let outcome = run::measure(client, case, compress, &self.logs, &tag);
         eprintln!(
-            "round {round} {:<28} {:<5} {:<14} RSS {:>7} MiB  gap {:>6} ms  first beat {:>6} ms  beats {:>3}  {:>9} events/s  once/in order {:<3}  server wrote all after {:>6} s ({:>3} % in write)  — {}",
+            "round {round} {:<28} {:<5} {:<14} RSS {:>7} MiB  gap {:>6} ms  first beat {:>6} ms  beats {:>3}  {:>9} events/s  {:>5} µs CPU/event  once/in order {:<3}  server wrote all after {:>6} s ({:>3} % in write)  — {}",
             case.name(),
             kind(compress),
             client.name(),
@@ -153,12 +175,24 @@ impl Results {
             outcome.first_beat.map_or("-".into(), ms),
             outcome.beats,
             outcome.events_per_sec.map_or("-".into(), grouped),
+            cpu(&outcome).map_or("-".into(), |v| format!("{v:.2}")),
             outcome.once_in_order.map_or("-", |ok| if ok { "yes" } else { "NO" }),
             outcome.written_after.map_or("-".into(), |d| format!("{:.2}", d.as_secs_f64())),
             in_write(&outcome).map_or("-".into(), |p| format!("{p:.0}")),
             outcome.verdict,
         );
-        self.runs.push((client.name(), case, compress, outcome));
+        if let (Some(dropped), Some(back)) = (outcome.dropped_after, outcome.back_after) {
+            eprintln!(
+                "        dropped the connection {:.2} s and reconnected {:.2} s after the server stopped reading{}",
+                dropped.as_secs_f64(),
+                back.as_secs_f64(),
+                outcome
+                    .pongs_owed
+                    .map_or(String::new(), |n| format!(" ({n} pongs still owed then)")),
+            );
+        }
+        self.runs
+            .push((round, client.name(), case, compress, outcome));
         // Let the machine settle (sockets, page cache) between runs.
         std::thread::sleep(Duration::from_millis(500));
     }
@@ -169,10 +203,37 @@ impl Results {
         case: Case,
         compress: bool,
     ) -> impl Iterator<Item = &'a Outcome> + 'a {
+        self.rounds(client, case, compress).map(|(_, o)| o)
+    }
+
+    fn rounds<'a>(
+        &'a self,
+        client: &'a str,
+        case: Case,
+        compress: bool,
+    ) -> impl Iterator<Item = (u32, &'a Outcome)> + 'a {
         self.runs
             .iter()
-            .filter(move |(c, k, z, _)| *c == client && *k == case && *z == compress)
-            .map(|(_, _, _, o)| o)
+            .filter(move |(_, c, k, z, _)| *c == client && *k == case && *z == compress)
+            .map(|(round, _, _, _, o)| (*round, o))
+    }
+
+    /// `client`'s figure ÷ twilight's, round by round (the two ran a few
+    /// seconds apart, under the same load), and the median of those.
+    fn ratio(&self, client: &str, case: Case, compress: bool, figure: Figure) -> Option<f64> {
+        let twilight: Vec<(u32, f64)> = self
+            .rounds("twilight", case, compress)
+            .filter_map(|(round, o)| Some((round, figure(o)?)))
+            .collect();
+        median(
+            self.rounds(client, case, compress)
+                .filter_map(|(round, o)| {
+                    let a = figure(o)?;
+                    let (_, b) = twilight.iter().find(|(r, _)| *r == round)?;
+                    (*b > 0.0).then(|| a / b)
+                })
+                .collect(),
+        )
     }
 
     fn median(&self, client: &str, case: Case, compress: bool, figure: Figure) -> Option<f64> {
@@ -214,7 +275,7 @@ impl Results {
         let smolcords: Vec<&str> = names.iter().copied().filter(|n| *n != "twilight").collect();
         println!();
         println!(
-            "## flood_bench: medians of {} round(s) (hostile cases: {}), heartbeat interval {} ms",
+            "## flood_bench: medians of {} round(s) (hostile cases: {}; ratios: the median of each round's), heartbeat interval {} ms",
             args.rounds,
             args.hostile_rounds,
             INTERVAL.as_millis()
@@ -256,13 +317,8 @@ impl Results {
                     let cell: Vec<String> = [false, true]
                         .iter()
                         .map(|z| {
-                            match (
-                                self.median(name, case, *z, figure),
-                                self.median("twilight", case, *z, figure),
-                            ) {
-                                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-                                _ => "—".into(),
-                            }
+                            self.ratio(name, case, *z, figure)
+                                .map_or("—".into(), |r| format!("{r:.2}×"))
                         })
                         .collect();
                     row += &format!(" {} |", cell.join(" / "));
@@ -313,6 +369,13 @@ impl Results {
                 &grouped,
                 "",
             );
+            pair_row(
+                format!("{}: CPU time per event, plain / zlib", case.name()),
+                *case,
+                cpu,
+                &|v| format!("{v:.2}"),
+                " µs",
+            );
             let mut row = format!(
                 "| {}: every event once, in order, plain / zlib |",
                 case.name()
@@ -335,7 +398,21 @@ impl Results {
                     "{} pings of 125 bytes, server keeps reading",
                     grouped(*n as f64)
                 ),
-                Case::PingStop(n) => format!(
+                Case::PingsThenStop(n) => {
+                    let owed = median(
+                        names
+                            .iter()
+                            .flat_map(|name| self.outcomes(name, *case, false))
+                            .filter_map(owed)
+                            .collect(),
+                    );
+                    format!(
+                        "{} pings, then the server stops reading ({} pongs still owed)",
+                        grouped(*n as f64),
+                        owed.map_or("—".into(), grouped)
+                    )
+                }
+                Case::StopThenPings(n) => format!(
                     "the server stops reading, then sends {} pings",
                     grouped(*n as f64)
                 ),
@@ -354,13 +431,27 @@ impl Results {
                 row += &" |".repeat(smolcords.len());
             }
             println!("{row}");
-            let mut row = String::from("| same: peak RSS; heartbeat max gap |");
+            // A server that does not read sees no beat: there, how soon
+            // the client left instead.
+            let stops = matches!(case, Case::StopThenPings(_) | Case::PingsThenStop(_));
+            let mut row = String::from(if stops {
+                "| same: peak RSS; dropped the connection / reconnected, after the server stopped reading |"
+            } else {
+                "| same: peak RSS; heartbeat max gap |"
+            });
+            let secs = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.2}"));
             for name in &names {
                 let r = self.median(name, *case, false, rss).map_or("—".into(), mib);
-                let g = self
-                    .median(name, *case, false, gap)
-                    .map_or("—".into(), |v| format!("{v:.0}"));
-                row += &format!(" {r} MiB; {g} ms |");
+                if stops {
+                    let d = secs(self.median(name, *case, false, dropped));
+                    let b = secs(self.median(name, *case, false, back));
+                    row += &format!(" {r} MiB; {d} s / {b} s |");
+                } else {
+                    let g = self
+                        .median(name, *case, false, gap)
+                        .map_or("—".into(), |v| format!("{v:.0}"));
+                    row += &format!(" {r} MiB; {g} ms |");
+                }
             }
             if twilight {
                 row += &" |".repeat(smolcords.len());
@@ -432,19 +523,20 @@ impl Results {
             }
             if twilight {
                 for (compress, goal) in [(false, 1.4), (true, 1.2)] {
-                    let ratio = match (
-                        self.median("smolcord shard", *case, compress, rate),
-                        self.median("twilight", *case, compress, rate),
-                    ) {
-                        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-                        _ => None,
-                    };
+                    let ratio = self.ratio("smolcord shard", *case, compress, rate);
+                    // The same from CPU time per event (twilight's ÷ ours),
+                    // which the machine's other load disturbs far less.
+                    let cpu_ratio = self
+                        .ratio("smolcord shard", *case, compress, cpu)
+                        .filter(|r| *r > 0.0)
+                        .map(|r| 1.0 / r);
                     println!(
-                        "  {:<8} {:<5} smolcord shard throughput ≥ {goal}× twilight: {} ({})",
+                        "  {:<8} {:<5} smolcord shard throughput ≥ {goal}× twilight: {} ({}; by CPU time per event: {})",
                         case.name(),
                         kind(compress),
                         verdict(ratio.is_some_and(|r| r >= goal)),
-                        ratio.map_or("—".into(), |r| format!("{r:.2}×"))
+                        ratio.map_or("—".into(), |r| format!("{r:.2}×")),
+                        cpu_ratio.map_or("—".into(), |r| format!("{r:.2}×")),
                     );
                 }
             }
@@ -459,18 +551,24 @@ impl Results {
                 let outcomes = self.verdicts(client, *case);
                 // The outcome the issue asks for, besides the beat.
                 let (wanted, met) = match case {
-                    Case::PingStop(_) => {
-                        ("leaves the dead connection", outcomes.starts_with("left"))
-                    }
+                    Case::StopThenPings(_) | Case::PingsThenStop(_) => (
+                        "leaves the dead connection",
+                        outcomes == "left the dead connection",
+                    ),
                     Case::Huge { .. } => (
                         "refuses the message",
                         outcomes.starts_with("refused") || outcomes.starts_with("dropped"),
                     ),
                     _ => ("stays connected", outcomes.starts_with("answered")),
                 };
-                // A server that does not read sees no beat.
+                // A server that does not read sees no beat: how soon the
+                // client dropped the connection instead.
                 let beat = match (case, self.median(client, *case, false, gap)) {
-                    (Case::PingStop(_), _) => String::new(),
+                    (Case::StopThenPings(_) | Case::PingsThenStop(_), _) => format!(
+                        "dropped the connection {} s after the server stopped reading; ",
+                        self.median(client, *case, false, dropped)
+                            .map_or("—".into(), |v| format!("{v:.2}"))
+                    ),
                     (_, g) => format!(
                         "heartbeat max gap ≤ {hostile_gap:.0} ms: {} ({} ms); ",
                         verdict(g.is_some_and(|g| g <= hostile_gap)),

@@ -2,12 +2,15 @@
 //! process, and the same probe for every client: peak RSS (VmHWM from
 //! /proc, sampled every 20 ms and read again at the end), the heartbeats as
 //! the server saw them, when the client had consumed everything, and
-//! whether every event arrived once and in order.
+//! whether every event arrived once and in order; in the cases where the
+//! server stops reading, when the client dropped the connection (the
+//! kernel's socket table) and when it came back.
 
 use crate::procfs;
 use crate::rest_stub::RestStub;
-use crate::server::{Beat, ConnLog, Mode, Server};
+use crate::server::{Beat, ConnLog, Mode, Server, StopReading};
 use crate::tally::Summary;
+use crate::tcp_state;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -54,7 +57,10 @@ pub enum Case {
     /// N pings at line rate; the server keeps reading (and counts pongs).
     PingFlood(u64),
     /// The server stops reading for good, then sends N pings.
-    PingStop(u64),
+    StopThenPings(u64),
+    /// The server sends N pings (reading), then stops reading for good:
+    /// the order issue 11 describes.
+    PingsThenStop(u64),
     /// One text message of `bytes` in `fragment`-byte frames.
     Huge { bytes: usize, fragment: usize },
 }
@@ -65,7 +71,8 @@ impl Case {
             Case::Burst(_) => "burst",
             Case::Overrun(_) => "overrun",
             Case::PingFlood(_) => "ping-flood",
-            Case::PingStop(_) => "ping-flood-then-stop-reading",
+            Case::StopThenPings(_) => "stop-reading-then-pings",
+            Case::PingsThenStop(_) => "pings-then-stop-reading",
             Case::Huge { .. } => "big-fragmented-message",
         }
     }
@@ -79,11 +86,15 @@ impl Case {
             Case::Burst(events) | Case::Overrun(events) => Mode::Flood { events, end_marker },
             Case::PingFlood(pings) => Mode::Pings {
                 pings,
-                stop_reading: false,
+                stop: StopReading::Never,
             },
-            Case::PingStop(pings) => Mode::Pings {
+            Case::StopThenPings(pings) => Mode::Pings {
                 pings,
-                stop_reading: true,
+                stop: StopReading::BeforePings,
+            },
+            Case::PingsThenStop(pings) => Mode::Pings {
+                pings,
+                stop: StopReading::AfterPings,
             },
             Case::Huge { bytes, fragment } => Mode::Huge {
                 bytes,
@@ -98,7 +109,7 @@ impl Case {
         match self {
             Case::Burst(n) | Case::Overrun(n) => n,
             Case::Huge { .. } => 2,
-            Case::PingFlood(_) | Case::PingStop(_) => u64::MAX,
+            Case::PingFlood(_) | Case::StopThenPings(_) | Case::PingsThenStop(_) => u64::MAX,
         }
     }
 
@@ -107,7 +118,9 @@ impl Case {
         match self {
             Case::Burst(_) | Case::Overrun(_) => Duration::from_secs(600),
             Case::PingFlood(_) | Case::Huge { .. } => Duration::from_secs(120),
-            Case::PingStop(_) => Duration::from_secs(120) + LEAVE_BOUND,
+            Case::StopThenPings(_) | Case::PingsThenStop(_) => {
+                Duration::from_secs(120) + LEAVE_BOUND
+            }
         }
     }
 }
@@ -123,6 +136,10 @@ pub struct Outcome {
     pub first_beat: Option<Duration>,
     pub beats: usize,
     pub events_per_sec: Option<f64>,
+    /// The client's CPU time (user + system, every thread) from just
+    /// before the flood until it was done, per event: what throughput
+    /// costs, whatever else the machine was doing.
+    pub cpu_per_event: Option<Duration>,
     pub once_in_order: Option<bool>,
     /// What happened, in words (the hostile cases' outcome; or why a
     /// figure is missing).
@@ -131,7 +148,33 @@ pub struct Outcome {
     pub written_after: Option<Duration>,
     /// ... and spent this share of that time inside `write`.
     pub in_write_share: Option<f64>,
+    /// The server stopped reading: the client dropped the connection
+    /// (its end left the established state) this long after...
+    pub dropped_after: Option<Duration>,
+    /// ... and was connected again this long after.
+    pub back_after: Option<Duration>,
+    /// Pongs the client still owed when the server stopped reading.
+    pub pongs_owed: Option<u64>,
     pub bytes_per_event: Option<f64>,
+}
+
+/// What the clients log, and where it is kept.
+#[derive(Clone, Debug)]
+pub struct ClientLogs {
+    /// `RUST_LOG` of smolcord's clients (the twilight peer logs nothing).
+    pub level: String,
+    /// Keep each run's stderr here (`--client-logs DIR`) instead of only
+    /// in a temp dir.
+    pub keep_in: Option<PathBuf>,
+}
+
+impl Default for ClientLogs {
+    fn default() -> ClientLogs {
+        ClientLogs {
+            level: "warn".into(),
+            keep_in: None,
+        }
+    }
 }
 
 /// Kills the child on every way out.
@@ -151,6 +194,7 @@ fn command(
     compress: bool,
     stub: Option<&RestStub>,
     state: &Path,
+    log_level: &str,
 ) -> Result<Command, String> {
     let events = case.expected_events().to_string();
     // Only the variables set here: no HOME, no inherited RUST_LOG.
@@ -197,8 +241,23 @@ fn command(
             c
         }
     };
-    command.env("RUST_LOG", "warn");
+    command.env("RUST_LOG", log_level);
     Ok(command)
+}
+
+/// A process's CPU time so far, user + system, all its threads (dead ones
+/// too): `/proc/PID/stat` fields 14 and 15, in clock ticks.
+fn cpu_time(pid: u32) -> Option<Duration> {
+    /// USER_HZ: the unit of those fields, 100 on every Linux architecture
+    /// this runs on (sysconf(_SC_CLK_TCK)).
+    const TICK: Duration = Duration::from_millis(10);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, may hold spaces), fields
+    // start at the third: utime is the 14th.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let utime: u32 = fields.next()?.parse().ok()?;
+    let stime: u32 = fields.next()?.parse().ok()?;
+    Some(TICK * (utime + stime))
 }
 
 /// Heartbeat figures over `[start, end]`: (max gap, first beat after
@@ -296,23 +355,20 @@ impl Watch<'_> {
                 ),
                 _ => Progress::Running,
             },
-            Case::PingStop(_) => match (first.reading_stopped, reconnect) {
-                (Some(stopped), Some(at)) => Progress::Done(
-                    at,
-                    format!(
-                        "left, reconnected {:.2} s after the server stopped reading",
-                        at.saturating_duration_since(stopped).as_secs_f64()
-                    ),
-                ),
-                (Some(stopped), None) if stopped.elapsed() > LEAVE_BOUND => Progress::Done(
-                    Instant::now(),
-                    format!(
-                        "STUCK: still on the dead connection {} s after the server stopped reading",
-                        LEAVE_BOUND.as_secs()
-                    ),
-                ),
-                _ => Progress::Running,
-            },
+            Case::StopThenPings(_) | Case::PingsThenStop(_) => {
+                match (first.reading_stopped, reconnect) {
+                    (Some(_), Some(at)) => Progress::Done(at, "left the dead connection".into()),
+                    (Some(stopped), None) if stopped.elapsed() > LEAVE_BOUND => {
+                        let stuck = "STUCK: still on the dead connection";
+                        let after = LEAVE_BOUND.as_secs();
+                        Progress::Done(
+                            Instant::now(),
+                            format!("{stuck} {after} s after the server stopped reading"),
+                        )
+                    }
+                    _ => Progress::Running,
+                }
+            }
             Case::Huge { bytes, .. } => {
                 let mib = bytes as f64 / (1024.0 * 1024.0);
                 match (consumed, first.client_close, reconnect) {
@@ -336,9 +392,15 @@ impl Watch<'_> {
     }
 }
 
-/// Runs `client` through `case` once.
-pub fn measure(client: &Client, case: Case, compress: bool) -> Outcome {
-    match measure_inner(client, case, compress) {
+/// Runs `client` through `case` once; `tag` names the run's kept log.
+pub fn measure(
+    client: &Client,
+    case: Case,
+    compress: bool,
+    client_logs: &ClientLogs,
+    tag: &str,
+) -> Outcome {
+    match measure_inner(client, case, compress, client_logs, tag) {
         Ok(outcome) => outcome,
         Err(verdict) => Outcome {
             verdict,
@@ -347,7 +409,13 @@ pub fn measure(client: &Client, case: Case, compress: bool) -> Outcome {
     }
 }
 
-fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome, String> {
+fn measure_inner(
+    client: &Client,
+    case: Case,
+    compress: bool,
+    client_logs: &ClientLogs,
+    tag: &str,
+) -> Result<Outcome, String> {
     let bridge = matches!(client, Client::Bridge(_));
     let mut server =
         Server::start(case.mode(bridge), INTERVAL).map_err(|e| format!("flood server: {e}"))?;
@@ -367,6 +435,7 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
         compress,
         stub.as_ref(),
         state.path(),
+        &client_logs.level,
     )?;
     command
         .stdin(Stdio::null())
@@ -391,8 +460,13 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
     }
 
     let began = Instant::now();
+    // The client's CPU time at the last sample before the flood began (it
+    // was idle, waiting for its first beat's turn), and at the end.
+    let mut cpu_before: Option<Duration> = None;
+    let mut last_cpu: Option<(Instant, Duration)> = None;
     let mut peak_kib = 0u64;
     let mut summary: Option<(Instant, Summary)> = None;
+    let mut dropped = None;
     let (done_at, verdict) = loop {
         if let Ok(status) = procfs::status(pid) {
             peak_kib = peak_kib.max(status.hwm_kib);
@@ -403,6 +477,26 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
             }
         }
         let logs = server.logs();
+        let flood_started = logs.first().and_then(|l| l.flood_started);
+        if let (None, Some(started), Some((at, cpu))) = (cpu_before, flood_started, last_cpu) {
+            if at <= started {
+                cpu_before = Some(cpu);
+            }
+        }
+        if cpu_before.is_none() {
+            last_cpu = cpu_time(pid).map(|cpu| (Instant::now(), cpu));
+        }
+        if dropped.is_none() && logs.first().is_some_and(|l| l.reading_stopped.is_some()) {
+            let first = server.conns().into_iter().next();
+            if let Some(peer) = first.and_then(|c| c.peer) {
+                // The client's end: a close it makes while its pongs wait for
+                // a window the server never opens stays queued behind them
+                // (FIN_WAIT1 there, ESTABLISHED here).
+                if tcp_state::established(peer, server.addr()) == Some(false) {
+                    dropped = Some(Instant::now());
+                }
+            }
+        }
         let watch = Watch {
             case,
             bridge,
@@ -416,8 +510,7 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
         if let Some(status) = child.0.try_wait().map_err(|e| e.to_string())? {
             break (Instant::now(), format!("CLIENT EXITED ({status})"));
         }
-        let started = logs.first().and_then(|l| l.flood_started);
-        match started {
+        match flood_started {
             None if began.elapsed() > START_BOUND => {
                 return Err(format!(
                     "no READY and first heartbeat within {START_BOUND:?}; log:\n{}",
@@ -437,6 +530,7 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
     if let Ok(status) = procfs::status(pid) {
         peak_kib = peak_kib.max(status.hwm_kib);
     }
+    let cpu_after = cpu_time(pid);
 
     let logs = server.logs();
     let first = logs.first().cloned().unwrap_or_default();
@@ -445,9 +539,20 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
         verdict,
         ..Outcome::default()
     };
+    if let (Some(stopped), true) = (first.reading_stopped, outcome.verdict.starts_with("left")) {
+        // Seen at the next sample at the latest.
+        outcome.dropped_after =
+            dropped.map(|d: Instant| d.min(done_at).saturating_duration_since(stopped));
+        outcome.back_after = Some(done_at.saturating_duration_since(stopped));
+    }
+    if let Case::PingsThenStop(pings) = case {
+        outcome.pongs_owed = Some(pings.saturating_sub(first.pongs_before_stop));
+    }
     if let Some(started) = first.flood_started {
-        // The server reads no beat once it stops reading.
-        if !matches!(case, Case::PingStop(_)) {
+        // The server reads no beat once it stops reading (and 100 000 pings
+        // take it about 0.1 s, far less than an interval): what these cases
+        // measure is how soon the client leaves.
+        if !matches!(case, Case::StopThenPings(_) | Case::PingsThenStop(_)) {
             let (max_gap, first_beat, beats) = heartbeat_figures(&first.beats, started, done_at);
             outcome.max_gap = Some(max_gap);
             outcome.first_beat = first_beat;
@@ -465,6 +570,9 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
             if outcome.verdict == "consumed every event" {
                 outcome.events_per_sec =
                     Some(events as f64 / (done_at - started).as_secs_f64().max(1e-9));
+                if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+                    outcome.cpu_per_event = Some(after.saturating_sub(before) / events as u32);
+                }
                 let reconnected = logs.len() > 1;
                 outcome.once_in_order = Some(if bridge {
                     let (ok, detail) = stop_bridge(&mut child, state.path(), events + 2);
@@ -481,6 +589,12 @@ fn measure_inner(client: &Client, case: Case, compress: bool) -> Result<Outcome,
     }
     drop(child);
     server.stop();
+    if let Some(dir) = &client_logs.keep_in {
+        let kept = dir.join(format!("{tag}.log"));
+        if let Err(err) = std::fs::copy(&log_path, &kept) {
+            eprintln!("cannot keep the client log as {}: {err}", kept.display());
+        }
+    }
     Ok(outcome)
 }
 

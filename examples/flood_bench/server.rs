@@ -36,9 +36,9 @@ pub enum Mode {
     /// `events` MESSAGE_CREATEs (sequence 2 ..= events + 1), then, with
     /// `end_marker`, a DM from a user the bridge answers over REST.
     Flood { events: u64, end_marker: bool },
-    /// `pings` WebSocket pings; with `stop_reading`, the server stops
-    /// reading the socket for good just before them.
-    Pings { pings: u64, stop_reading: bool },
+    /// `pings` WebSocket pings; `stop` says whether and when the server
+    /// stops reading the socket for good.
+    Pings { pings: u64, stop: StopReading },
     /// One MESSAGE_CREATE of `bytes` (text) in `fragment`-byte frames,
     /// then one ordinary event (or the end marker).
     Huge {
@@ -46,6 +46,18 @@ pub enum Mode {
         fragment: usize,
         end_marker: bool,
     },
+}
+
+/// When a ping flood's server stops reading (for good).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StopReading {
+    /// It keeps reading (and counts pongs).
+    Never,
+    /// Just before the first ping: every pong the client owes piles up.
+    BeforePings,
+    /// Once the last ping is written: whatever pongs the client still
+    /// owes then pile up.
+    AfterPings,
 }
 
 /// One heartbeat as it arrived.
@@ -69,12 +81,16 @@ pub struct ConnLog {
     /// Pongs had reached the number of pings sent.
     pub all_pongs: Option<Instant>,
     pub reading_stopped: Option<Instant>,
+    /// Pongs the server had read when it stopped reading.
+    pub pongs_before_stop: u64,
     /// The client's close frame and its code.
     pub client_close: Option<(Instant, Option<u16>)>,
 }
 
 pub struct Conn {
     pub accepted: Instant,
+    /// The client's end of the connection.
+    pub peer: Option<SocketAddr>,
     pub pongs: AtomicU64,
     stop_reading: AtomicBool,
     stream: TcpStream,
@@ -175,6 +191,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         };
         let conn = Arc::new(Conn {
             accepted: Instant::now(),
+            peer: stream.peer_addr().ok(),
             pongs: AtomicU64::new(0),
             stop_reading: AtomicBool::new(false),
             stream: handle,
@@ -345,13 +362,12 @@ impl Writer<'_> {
         }
         let started = Instant::now();
         self.conn.log().flood_started = Some(started);
-        if let Mode::Pings {
-            stop_reading: true, ..
-        } = self.shared.mode
-        {
-            // Before the pings: every pong the client owes us piles up.
-            self.conn.stop_reading.store(true, Ordering::SeqCst);
-            self.conn.log().reading_stopped = Some(started);
+        let stop = match self.shared.mode {
+            Mode::Pings { stop, .. } => stop,
+            _ => StopReading::Never,
+        };
+        if stop == StopReading::BeforePings {
+            self.stop_reading();
         }
         (self.in_write, self.bytes) = (Duration::ZERO, 0);
         match self.shared.mode {
@@ -359,7 +375,12 @@ impl Writer<'_> {
                 self.events(2, events)?;
                 self.tail(events + 2, end_marker)?;
             }
-            Mode::Pings { pings, .. } => self.pings(pings)?,
+            Mode::Pings { pings, .. } => {
+                self.pings(pings)?;
+                if stop == StopReading::AfterPings {
+                    self.stop_reading();
+                }
+            }
             Mode::Huge {
                 bytes,
                 fragment,
@@ -376,6 +397,15 @@ impl Writer<'_> {
             log.bytes_written = self.bytes;
         }
         self.idle()
+    }
+
+    /// The reader reads nothing more (after the frame it may be in), and
+    /// nothing more is answered: beats, pongs and a close pile up.
+    fn stop_reading(&self) {
+        self.conn.stop_reading.store(true, Ordering::SeqCst);
+        let mut log = self.conn.log();
+        log.reading_stopped = Some(Instant::now());
+        log.pongs_before_stop = self.conn.pongs.load(Ordering::Relaxed);
     }
 
     /// The next thing the reader heard (bounded waits, so a stop is seen).

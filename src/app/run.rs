@@ -5,20 +5,22 @@
 
 use super::signals::{shutdown_signals, SignalRequest, StopAction, StopRequests};
 use super::token_check;
-use crate::bridge::{self, Bridge, BridgeOutcome, Tunables};
+use crate::bridge::{self, Bridge, BridgeOutcome, SessionFile, Tunables};
 use crate::config::{Config, Env};
 use crate::loopwatch;
 use crate::protocol::Intents;
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::rest::RestClient;
 use crate::rt::Timer;
-use crate::shard::{SessionHistory, Shard, ShardConfig};
+use crate::shard::{RemoteIdentifyQueue, ShardConfig, ShardRange, ShardSet, ShardSetHandle};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
 use std::cell::Cell;
+use std::ops::RangeInclusive;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Exit code after an owner's `!restart`: non-zero, so a supervisor with
@@ -140,16 +142,22 @@ where
         .map_err(|e| e.to_string())?;
     let rest = RestClient::new(&config.api_base, token.clone());
     let mut shard_config = ShardConfig::new(token, Intents::from_bits(config.intents));
-    shard_config.shard = config.shard;
     shard_config.gateway_url = config.gateway_url.clone();
     shard_config.compress = config.compress;
     shard_config.heartbeat_warn = Duration::from_millis(config.heartbeat_warn_ms);
     shard_config.max_message_bytes = config
         .max_gateway_message_bytes
         .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
-    shard_config.state = bridge::load_session_state(&config.state_dir).await;
     shard_config.gateway_info = Some(rest.gateway_info_source());
-    let (shard, handle) = Shard::new(shard_config);
+    if let Some(url) = &config.identify_queue_url {
+        shard_config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(url.clone())));
+    }
+    let (ids, count) = shard_ids(config.shard_range(), &rest).await?;
+    log::info!("running shards {}..={} of {count}", ids.start(), ids.end());
+    let mut states = bridge::load_session_states(&config.state_dir, ids.clone(), count).await;
+    let (shards, handle) = ShardSet::new(shard_config, ids, count, |id| {
+        states.remove(&id).unwrap_or_default()
+    });
     let state_dir = config.state_dir.clone();
 
     let mut recorder_config = RecorderConfig::in_state_dir(&config.state_dir);
@@ -163,7 +171,7 @@ where
 
     let ex = LocalExecutor::new();
     ex.run(async {
-        let driver = ex.spawn(loopwatch::watch("gateway", shard.run()));
+        let driver = ex.spawn(loopwatch::watch("gateway", shards.run()));
         let outcome = future::or(loopwatch::watch("bridge", bridge.run(stop)), async {
             signals.await;
             future::pending().await
@@ -178,7 +186,7 @@ where
         if stopped.is_none() {
             log::warn!("the gateway did not close within {SHARD_STOP_BOUND:?}; leaving anyway");
         }
-        save_final_history(&state_dir, handle.status().state.history).await;
+        save_final_histories(&state_dir, &handle).await;
         let unfinished = recorder
             .shutdown(RecorderConfig::DEFAULT_SHUTDOWN_BOUND)
             .await;
@@ -190,18 +198,53 @@ where
     .await
 }
 
-/// The bridge saved the session before the gateway closed, so the history's
-/// last entry (how the session ended: normally the shutdown) is known only
-/// now; without this the next start would find it open and call it
-/// unrecorded.
-async fn save_final_history(state_dir: &Path, history: SessionHistory) {
-    let mut state = bridge::load_session_state(state_dir).await;
-    if state.history == history {
+/// The shards to run: the configured range, or every shard of the count
+/// Discord recommends (`GET /gateway/bot`; without it there is no count to
+/// run, so the error stops the start and the supervisor tries again).
+async fn shard_ids(
+    range: ShardRange,
+    rest: &RestClient,
+) -> Result<(RangeInclusive<u32>, u32), String> {
+    let recommended = match range {
+        ShardRange::Auto => {
+            rest.gateway_bot()
+                .await
+                .map_err(|e| {
+                    format!(
+                        "shards \"auto\": cannot ask Discord for the recommended shard count: {e}"
+                    )
+                })?
+                .shards
+        }
+        ShardRange::Range { .. } => 0,
+    };
+    Ok(range.resolve(recommended))
+}
+
+/// The bridge saved the sessions before the gateway closed, so each
+/// history's last entry (how the session ended: normally the shutdown) is
+/// known only now; without this the next start would find it open and call
+/// it unrecorded.
+async fn save_final_histories(state_dir: &Path, handle: &ShardSetHandle) {
+    let statuses = handle.statuses();
+    let count = statuses.first().map_or(1, |status| status.shard[1]);
+    let first = statuses.first().map_or(0, |status| status.shard[0]);
+    let last = statuses.last().map_or(0, |status| status.shard[0]);
+    let mut states = bridge::load_session_states(state_dir, first..=last, count).await;
+    let mut changed = false;
+    for status in statuses {
+        let state = states.entry(status.shard[0]).or_default();
+        if state.history != status.state.history {
+            state.history = status.state.history;
+            changed = true;
+        }
+    }
+    if !changed {
         return;
     }
-    state.history = history;
     let path = bridge::session_path(state_dir);
-    if let Err(e) = crate::offload::write_json_atomic(&path, &state).await {
+    let file = SessionFile::new(count, states);
+    if let Err(e) = crate::offload::write_json_atomic(&path, &file).await {
         log::warn!("saving the session history at exit: {e}");
     }
 }

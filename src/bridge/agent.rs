@@ -7,8 +7,9 @@
 
 use super::counters::Counter;
 use super::ctx::Ctx;
-use super::delivery::record_rest;
+use super::nonce;
 use super::spool::Task;
+use super::tool::tool_command;
 use crate::offload::{run_command, CommandOutput};
 use crate::protocol::Snowflake;
 use crate::recorder::FailureKind;
@@ -43,7 +44,7 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     ctx.counters.bump(Counter::AgentRuns);
     let timeout = Duration::from_secs(ctx.config.agent_timeout_s);
     let program = argv.first().cloned().unwrap_or_default();
-    let mut spec = super::tool_command(argv, timeout);
+    let mut spec = tool_command(argv, timeout);
     spec.stdin = serde_json::to_vec(task).ok();
     let output_cap = spec.output_cap;
 
@@ -54,10 +55,10 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let placeholder = Rc::new(RefCell::new(None));
     {
         let ctx = ctx.clone();
-        let channel = task.channel_id;
+        let (channel, message) = (task.channel_id, task.message_id);
         let placeholder = placeholder.clone();
         ctx.clone().spawn("bridge-typing", async move {
-            indicate(&ctx, channel, stop_rx, &placeholder).await;
+            indicate(&ctx, channel, message, stop_rx, &placeholder).await;
             let _ = done_tx.try_send(placeholder.borrow_mut().take());
         });
     }
@@ -146,10 +147,12 @@ const INDICATOR_TIMEOUT: Duration = Duration::from_secs(5);
 /// Typing every `typing_interval`, and a placeholder after
 /// `placeholder_after`, until `stop` closes. A typing call in flight is
 /// abandoned when `stop` closes; a placeholder call in flight is finished
-/// first, and none is started after `stop`.
+/// first, and none is started after `stop`. The placeholder's nonce comes
+/// from `message`, so a run repeated after a crash finds the first one.
 async fn indicate(
     ctx: &Ctx,
     channel: Snowflake,
+    message: Snowflake,
     stop: channel::Receiver<()>,
     placeholder: &RefCell<Option<String>>,
 ) {
@@ -176,7 +179,7 @@ async fn indicate(
                 Some(Ok(())) => {}
                 Some(Err(e)) => {
                     log::debug!("typing indicator: {e}");
-                    record_rest(ctx, FailureKind::Rest, &e);
+                    ctx.reporter.rest_failure(FailureKind::Rest, &e);
                 }
             }
             next_typing = Instant::now() + ctx.tunables.typing_interval;
@@ -192,11 +195,15 @@ async fn indicate(
                 // still post it, with no id for the reply to replace): the
                 // reply waits for it, INDICATOR_TIMEOUT per request.
                 placeholder_at = None;
-                match rest.create_message(&channel_id, PLACEHOLDER).await {
+                let nonce = nonce::placeholder(message);
+                match rest
+                    .create_message_with_nonce(&channel_id, PLACEHOLDER, &nonce)
+                    .await
+                {
                     Ok(message) => *placeholder.borrow_mut() = Some(message.id),
                     Err(e) => {
                         log::debug!("placeholder: {e}");
-                        record_rest(ctx, FailureKind::Rest, &e);
+                        ctx.reporter.rest_failure(FailureKind::Rest, &e);
                     }
                 }
             }

@@ -1,17 +1,24 @@
 //! The state every bridge task shares (one thread: `Rc` + `RefCell`, and
 //! no borrow is ever held across an `.await`).
+//!
+//! The message path runs one way — intake (`dispatch`, `results`) →
+//! `worker` → `transcribe` / `agent` → `delivery` — and this context sits
+//! below all of them: it imports none of those modules, only the state
+//! they share (tests/bridge_layers.rs checks it).
 
-use super::access::Access;
+use super::access::{self, Access, Role};
 use super::counters::BridgeCounters;
 use super::inflight::Inflight;
+use super::outbox::Outbox;
 use super::pairing::PairingBook;
 use super::persist::{Coalescing, SeqFloor};
 use super::queue::JobQueues;
 use super::report::Reporter;
 use super::restart::RuntimeState;
 use super::spool::Spool;
-use super::Tunables;
+use super::tunables::Tunables;
 use crate::config::Config;
+use crate::offload;
 use crate::protocol::Snowflake;
 use crate::rest::RestClient;
 use smol::lock::Semaphore;
@@ -30,6 +37,8 @@ pub(crate) struct Ctx {
     pub state_dir: PathBuf,
     pub tmp_dir: PathBuf,
     pub spool: Spool,
+    /// Replies and results being delivered, on disk.
+    pub outbox: Outbox,
     /// Only the owner is answered (lifted by the first successful turn).
     pub safe_mode: Cell<bool>,
     pub access: RefCell<Access>,
@@ -66,11 +75,45 @@ impl Ctx {
         self.runtime.borrow().bot_user_id
     }
 
-    /// Marks a message processed (saved in the background).
-    pub fn mark_processed(&self, channel: Snowflake, message: Snowflake) {
-        let mut runtime = self.runtime.borrow_mut();
-        runtime.mark_processed(channel, message);
-        self.runtime_writer.set(&*runtime);
+    /// Whether `message` was handled already (by this run or, on disk,
+    /// an earlier one).
+    pub fn is_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
+        self.runtime.borrow().is_processed(channel, message)
+    }
+
+    /// Marks a message processed and waits until the mark is on disk: it
+    /// is what keeps a replay of the message (a resume from an older seq)
+    /// from being handled again. False if the write failed (logged and
+    /// journalled by the writer).
+    pub async fn record_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
+        {
+            let mut runtime = self.runtime.borrow_mut();
+            runtime.mark_processed(channel, message);
+            self.runtime_writer.set(&*runtime);
+        }
+        self.runtime_writer.flush().await
+    }
+
+    /// The user's role, re-reading `access.json` first if they look like a
+    /// stranger (an approval by `smolcord pair` may have just landed).
+    pub async fn fresh_role(&self, user: Snowflake) -> Role {
+        let role = self.access.borrow().role(user);
+        if role != Role::Stranger {
+            return role;
+        }
+        self.reread_access().await;
+        self.access.borrow().role(user)
+    }
+
+    /// Re-reads `access.json` if it changed.
+    pub async fn reread_access(&self) {
+        let path = access::access_path(&self.state_dir);
+        match offload::read_bytes(&path).await {
+            Ok(bytes) => {
+                self.access.borrow_mut().apply_reread(&path, bytes);
+            }
+            Err(e) => log::warn!("re-reading access state: {e}"),
+        }
     }
 
     /// The first successful turn clears the restart-failure counter and

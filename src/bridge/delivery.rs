@@ -1,23 +1,26 @@
-//! Delivery: a reply or result goes out as Discord-sized messages (split on
-//! line boundaries at 2000 characters; the REST client honours 429s and
-//! rate-limit buckets and retries 5xx), or, when that would take more than
-//! [`MAX_REPLY_MESSAGES`] messages, as one text file with a short message.
-//! When it fails for good (403,
-//! unknown channel, 5xx after retries, rate limited beyond the budget), the
-//! `dm_fallback_cmd` gets the result JSON on stdin (bounded by
-//! `dm_fallback_timeout_s`), and the result is archived with the outcome:
-//! nothing is dropped silently.
+//! Delivery, the end of the message path: a reply or result goes out as
+//! Discord-sized messages (split on line boundaries at 2000 characters; the
+//! REST client honours 429s and rate-limit buckets and retries 5xx), or,
+//! when that would take more than [`MAX_REPLY_MESSAGES`] messages, as one
+//! text file with a short message. Each part carries a nonce from its
+//! outbox record and the record is saved between parts ([`send`]), so a
+//! restart neither repeats nor skips one. When delivery fails for good
+//! (403, unknown channel, 5xx after retries, rate limited beyond the
+//! budget), the `dm_fallback_cmd` gets the result JSON on stdin (bounded by
+//! `dm_fallback_timeout_s`), and the result is archived with the outcome
+//! ([`settle`]): nothing is dropped silently.
 
 use super::counters::Counter;
 use super::ctx::Ctx;
+use super::outbox::Record;
 use super::spool::{ArchiveEntry, Outcome};
+use super::tool::tool_command;
 use crate::offload::run_command;
 use crate::protocol::Snowflake;
 use crate::recorder::FailureKind;
-use crate::rest::{split_message, RestError, Upload, MESSAGE_LIMIT};
+use crate::rest::{split_message, Nonce, RestError, Upload, MESSAGE_LIMIT};
 use crate::status::now_unix_ms;
 use serde::Serialize;
-use std::borrow::Cow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,158 +34,150 @@ pub(crate) const MAX_REPLY_MESSAGES: usize = 3;
 /// The name of that file.
 pub(crate) const REPLY_FILE: &str = "reply.txt";
 
-/// How a send failed, with what got through before.
+/// How a reply goes out: as messages, or as one file with a short message.
+/// A function of the text alone, so a delivery resumed after a restart cuts
+/// the same parts.
 #[derive(Debug)]
-pub(crate) struct SendFailure {
-    pub error: RestError,
-    pub delivered: Vec<String>,
+pub(crate) enum Plan {
+    /// Up to [`MAX_REPLY_MESSAGES`] messages.
+    Messages(Vec<String>),
+    /// [`REPLY_FILE`] holding `text`, with `message`.
+    File { message: String, text: String },
 }
 
-/// Sends `content` in chunks; the first chunk replaces `placeholder` (a
-/// "working…" message) when there is one.
-pub(crate) async fn send_chunks(
-    ctx: &Ctx,
-    channel: Snowflake,
-    content: &str,
-    placeholder: Option<&str>,
-) -> Result<Vec<String>, SendFailure> {
-    send_split(
-        ctx,
-        channel,
-        &split_message(content, MESSAGE_LIMIT),
-        placeholder,
-    )
-    .await
+impl Plan {
+    /// `content` with `note` as its last line, in at most
+    /// [`MAX_REPLY_MESSAGES`] messages, else as [`REPLY_FILE`] with a short
+    /// message (which carries the note too).
+    pub fn new(content: &str, note: Option<&str>) -> Plan {
+        let text = match note {
+            Some(note) => format!("{content}\n\n{note}"),
+            None => content.to_owned(),
+        };
+        let chunks = split_message(&text, MESSAGE_LIMIT);
+        if chunks.len() <= MAX_REPLY_MESSAGES {
+            return Plan::Messages(chunks);
+        }
+        drop(chunks);
+        let mut message = format!(
+            "The reply is {} characters long, so here it is as a file ({REPLY_FILE}).",
+            text.chars().count()
+        );
+        if let Some(note) = note {
+            message = format!("{message}\n{note}");
+        }
+        Plan::File { message, text }
+    }
+
+    /// How many messages it takes.
+    pub fn parts(&self) -> usize {
+        match self {
+            Plan::Messages(chunks) => chunks.len(),
+            Plan::File { .. } => 1,
+        }
+    }
 }
 
-/// Sends a reply: `content` with `note` as its last line, in at most
-/// [`MAX_REPLY_MESSAGES`] messages, else as [`REPLY_FILE`] with a short
-/// message (which carries the note too). The first message replaces
-/// `placeholder` when there is one.
-pub(crate) async fn send_reply(
+/// Sends the parts of `plan` that `record` does not list as sent, in order,
+/// each with its nonce from the record. After each part that has another
+/// after it, the record is saved (fsync'd) before that one goes out, so a
+/// restart goes on from the part after; a part sent but not yet recorded
+/// when the process died is sent again with the same nonce, which Discord
+/// does not post twice within its window. The first part replaces
+/// `placeholder` (a "working…" message) when there is one.
+pub(crate) async fn send<R: Record>(
     ctx: &Ctx,
     channel: Snowflake,
-    content: &str,
-    note: Option<&str>,
+    plan: &Plan,
+    record: &mut R,
     placeholder: Option<&str>,
-) -> Result<Vec<String>, SendFailure> {
-    let text: Cow<'_, str> = match note {
-        Some(note) => format!("{content}\n\n{note}").into(),
-        None => content.into(),
+) -> Result<(), RestError> {
+    let channel = channel.to_string();
+    let parts = plan.parts();
+    while record.sent().parts() < parts {
+        let part = record.sent().parts();
+        let nonce = record.nonce(part);
+        let replaces = placeholder.filter(|_| part == 0);
+        let id = send_part(ctx, &channel, plan, part, &nonce, replaces).await?;
+        record.sent().message_ids.push(id);
+        if part + 1 < parts {
+            save(ctx, record).await;
+        }
+    }
+    Ok(())
+}
+
+/// Saves a delivery record. A failed save is logged and journalled, and
+/// delivery goes on: a disk that fails must not silence the bot (a crash
+/// before the next save may then repeat a part, as without the record).
+pub(crate) async fn save<R: Record>(ctx: &Ctx, record: &R) {
+    if let Err(e) = ctx.outbox.save(record).await {
+        log::error!("recording delivery progress: {e}");
+        ctx.reporter
+            .fail(FailureKind::State, "outbox", None, "progress write failed");
+    }
+}
+
+async fn send_part(
+    ctx: &Ctx,
+    channel: &str,
+    plan: &Plan,
+    part: usize,
+    nonce: &Nonce,
+    placeholder: Option<&str>,
+) -> Result<String, RestError> {
+    let rest = &ctx.rest;
+    if let Some(id) = placeholder {
+        // An edit is idempotent: repeating it after a restart is harmless.
+        let edited = match plan {
+            Plan::Messages(chunks) => rest.edit_message(channel, id, &chunks[part]).await,
+            Plan::File { message, text } => {
+                rest.edit_message_with_file(channel, id, message, upload(text))
+                    .await
+            }
+        };
+        match edited {
+            Ok(message) => return Ok(message.id),
+            Err(e) => log::warn!(
+                "replacing the placeholder failed ({e}); sending the reply as a new message"
+            ),
+        }
+    }
+    let created = match plan {
+        Plan::Messages(chunks) => {
+            rest.create_message_with_nonce(channel, &chunks[part], nonce)
+                .await
+        }
+        Plan::File { message, text } => {
+            rest.create_message_with_file_and_nonce(channel, message, upload(text), nonce)
+                .await
+        }
     };
-    let chunks = split_message(&text, MESSAGE_LIMIT);
-    if chunks.len() <= MAX_REPLY_MESSAGES {
-        return send_split(ctx, channel, &chunks, placeholder).await;
-    }
-    drop(chunks);
-    let mut message = format!(
-        "The reply is {} characters long, so here it is as a file ({REPLY_FILE}).",
-        text.chars().count()
-    );
-    if let Some(note) = note {
-        message = format!("{message}\n{note}");
-    }
-    let file = Upload {
+    created.map(|message| message.id)
+}
+
+fn upload(text: &str) -> Upload<'_> {
+    Upload {
         filename: REPLY_FILE,
         content_type: "text/plain; charset=utf-8",
         bytes: text.as_bytes(),
-    };
-    let channel = channel.to_string();
-    let sent = match placeholder {
-        Some(id) => {
-            match ctx
-                .rest
-                .edit_message_with_file(&channel, id, &message, file)
-                .await
-            {
-                Ok(message) => Ok(message),
-                Err(e) => {
-                    log::warn!("replacing the placeholder failed ({e}); sending the reply as a new message");
-                    ctx.rest
-                        .create_message_with_file(&channel, &message, file)
-                        .await
-                }
-            }
-        }
-        None => {
-            ctx.rest
-                .create_message_with_file(&channel, &message, file)
-                .await
-        }
-    };
-    match sent {
-        Ok(message) => Ok(vec![message.id]),
-        Err(error) => Err(SendFailure {
-            error,
-            delivered: Vec::new(),
-        }),
     }
 }
 
-async fn send_split(
-    ctx: &Ctx,
-    channel: Snowflake,
-    chunks: &[String],
-    placeholder: Option<&str>,
-) -> Result<Vec<String>, SendFailure> {
-    let channel = channel.to_string();
-    let mut delivered = Vec::new();
-    for (index, chunk) in chunks.iter().enumerate() {
-        let sent = match placeholder.filter(|_| index == 0) {
-            Some(id) => match ctx.rest.edit_message(&channel, id, chunk).await {
-                Ok(message) => Ok(message),
-                Err(e) => {
-                    log::warn!("replacing the placeholder failed ({e}); sending the reply as a new message");
-                    ctx.rest.create_message(&channel, chunk).await
-                }
-            },
-            None => ctx.rest.create_message(&channel, chunk).await,
-        };
-        match sent {
-            Ok(message) => delivered.push(message.id),
-            Err(error) => return Err(SendFailure { error, delivered }),
-        }
-    }
-    Ok(delivered)
-}
-
-/// Sends a short notice (errors, pairing codes); failures are logged and
-/// recorded, never retried beyond what the REST client does.
-pub(crate) async fn notify(ctx: &Ctx, channel: Snowflake, text: &str) -> bool {
-    match ctx.rest.create_message(&channel.to_string(), text).await {
+/// Sends a short notice (errors, pairing codes) under `nonce`; failures
+/// are logged and recorded, never retried beyond what the REST client does.
+pub(crate) async fn notify(ctx: &Ctx, channel: Snowflake, text: &str, nonce: &Nonce) -> bool {
+    match ctx
+        .rest
+        .create_message_with_nonce(&channel.to_string(), text, nonce)
+        .await
+    {
         Ok(_) => true,
         Err(e) => {
             log::warn!("sending a notice failed: {e}");
-            record_rest(ctx, FailureKind::Delivery, &e);
+            ctx.reporter.rest_failure(FailureKind::Delivery, &e);
             false
         }
-    }
-}
-
-pub(crate) fn record_rest(ctx: &Ctx, kind: FailureKind, e: &RestError) {
-    let status = match e {
-        RestError::Http { status, .. } => Some(i64::from(*status)),
-        _ => None,
-    };
-    ctx.reporter.fail(kind, e.route(), status, rest_kind(e));
-}
-
-/// A type-only description of a REST error (no Discord message text).
-fn rest_kind(e: &RestError) -> String {
-    match e {
-        RestError::Http { status, code, .. } => match code {
-            Some(code) => format!("HTTP {status}, Discord error {code}"),
-            None => format!("HTTP {status}"),
-        },
-        RestError::RateLimitedTooLong { attempts, .. } => {
-            format!("rate limited beyond the retry budget ({attempts} tries)")
-        }
-        RestError::Timeout { .. } => "timed out".into(),
-        RestError::Transport { .. } => "transport error".into(),
-        RestError::Decode { .. } => "unexpected response body".into(),
-        RestError::TooLarge { limit, .. } => format!("larger than {limit} bytes"),
-        RestError::InvalidInput { .. } => "invalid input".into(),
-        RestError::LocalIo { .. } => "local file error".into(),
     }
 }
 
@@ -196,14 +191,16 @@ struct FallbackInput<'a> {
     delivered_message_ids: &'a [String],
 }
 
-/// A reply or result to deliver.
-pub(crate) struct Outgoing<'a> {
+/// A delivery that ended, for [`settle`].
+pub(crate) struct Settle<'a> {
+    /// The reply's or result's id (for logs and the archive).
     pub id: &'a str,
     pub channel: Snowflake,
     pub content: &'a str,
-    /// A line for the user about the reply itself (say, that it was cut).
-    pub note: Option<&'a str>,
-    pub placeholder: Option<&'a str>,
+    /// How sending ended.
+    pub sent: Result<(), RestError>,
+    /// The messages that went out.
+    pub delivered: &'a [String],
     /// Archive even when delivered (spool results); replies are archived
     /// only when delivery failed.
     pub archive_delivered: bool,
@@ -211,48 +208,49 @@ pub(crate) struct Outgoing<'a> {
     pub source: Option<&'a Path>,
 }
 
-/// Delivers, falls back, archives. Returns the outcome; the archive step's
-/// own failure is logged and recorded (and returned as `Err`, so a result
-/// file that could not be archived is not delivered again and again).
-pub(crate) async fn deliver(ctx: &Ctx, out: Outgoing<'_>) -> Result<Outcome, Outcome> {
-    let (outcome, error, delivered) =
-        match send_reply(ctx, out.channel, out.content, out.note, out.placeholder).await {
-            Ok(ids) => {
-                ctx.counters.bump(Counter::RepliesDelivered);
-                ctx.turn_succeeded();
-                if !out.archive_delivered {
-                    return Ok(Outcome::Delivered);
-                }
-                (Outcome::Delivered, None, ids)
+/// Counts a delivery; when it failed for good (403, unknown channel, 5xx
+/// after retries, rate limited beyond the budget), runs the DM fallback;
+/// archives. Returns the outcome; the archive step's own failure is logged
+/// and recorded (and returned as `Err`, so a result file that could not be
+/// archived is not delivered again and again).
+pub(crate) async fn settle(ctx: &Ctx, done: Settle<'_>) -> Result<Outcome, Outcome> {
+    let (outcome, error) = match &done.sent {
+        Ok(()) => {
+            ctx.counters.bump(Counter::RepliesDelivered);
+            ctx.turn_succeeded();
+            if !done.archive_delivered {
+                return Ok(Outcome::Delivered);
             }
-            Err(SendFailure { error, delivered }) => {
-                log::warn!(
-                    "delivery of {} to channel {} failed for good: {error}",
-                    out.id,
-                    out.channel
-                );
-                record_rest(ctx, FailureKind::Delivery, &error);
-                ctx.counters.bump(Counter::Undelivered);
-                let (outcome, detail) = fallback(ctx, &out, &error, &delivered).await;
-                (outcome, Some(detail), delivered)
-            }
-        };
+            (Outcome::Delivered, None)
+        }
+        Err(error) => {
+            log::warn!(
+                "delivery of {} to channel {} failed for good: {error}",
+                done.id,
+                done.channel
+            );
+            ctx.reporter.rest_failure(FailureKind::Delivery, error);
+            ctx.counters.bump(Counter::Undelivered);
+            let (outcome, detail) = fallback(ctx, &done, error).await;
+            (outcome, Some(detail))
+        }
+    };
     let entry = ArchiveEntry {
-        id: out.id.to_owned(),
-        channel_id: out.channel,
-        content: out.content.to_owned(),
+        id: done.id.to_owned(),
+        channel_id: done.channel,
+        content: done.content.to_owned(),
         outcome,
         error,
-        delivered_message_ids: delivered,
+        delivered_message_ids: done.delivered.to_vec(),
         archived_unix_ms: now_unix_ms(),
     };
-    match ctx.spool.archive(&entry, out.source).await {
+    match ctx.spool.archive(&entry, done.source).await {
         Ok(path) => {
-            log::info!("archived {} ({outcome:?}) as {}", out.id, path.display());
+            log::info!("archived {} ({outcome:?}) as {}", done.id, path.display());
             Ok(outcome)
         }
         Err(e) => {
-            log::error!("archiving {} failed: {e}", out.id);
+            log::error!("archiving {} failed: {e}", done.id);
             ctx.reporter.fail(
                 FailureKind::State,
                 "spool/archive",
@@ -264,12 +262,7 @@ pub(crate) async fn deliver(ctx: &Ctx, out: Outgoing<'_>) -> Result<Outcome, Out
     }
 }
 
-async fn fallback(
-    ctx: &Ctx,
-    out: &Outgoing<'_>,
-    error: &RestError,
-    delivered: &[String],
-) -> (Outcome, String) {
+async fn fallback(ctx: &Ctx, out: &Settle<'_>, error: &RestError) -> (Outcome, String) {
     let Some(argv) = ctx.config.dm_fallback_cmd.clone() else {
         return (
             Outcome::Undelivered,
@@ -282,9 +275,9 @@ async fn fallback(
         channel_id: out.channel,
         content: out.content,
         error: error.to_string(),
-        delivered_message_ids: delivered,
+        delivered_message_ids: out.delivered,
     };
-    let mut spec = super::tool_command(argv, Duration::from_secs(ctx.config.dm_fallback_timeout_s));
+    let mut spec = tool_command(argv, Duration::from_secs(ctx.config.dm_fallback_timeout_s));
     spec.stdin = serde_json::to_vec(&input).ok();
     ctx.counters.bump(Counter::FallbacksRun);
     let failed = |why: String| {

@@ -3,29 +3,33 @@
 //! taking events (so the shard stops reading: backpressure), or drops a
 //! message the bridge would not answer anyway (counted, logged at most
 //! every [`DROP_LOG_INTERVAL`]; see [`super::queue`]). Messages are
-//! classified and queued per channel;
-//! READY/RESUMED restore access before any decision and send the restart
-//! and safe-mode notices; session starts, disconnects and heartbeats offer
-//! the (coalesced, background) session and status saves, which write only
-//! what changed enough to matter; the owner's `!restart` writes its marker
-//! and ends the loop. On the way out: the bounded drain and the final save.
+//! classified and queued per channel, behind the replies an earlier run
+//! left on record (queued first, [`Loop::recover`]);
+//! READY/RESUMED write the session at once (and wait for it), restore
+//! access before any decision and send the restart and safe-mode notices;
+//! disconnects and heartbeats offer the (coalesced, background) session and
+//! status saves, which write only what changed enough to matter; the
+//! owner's `!restart` writes its marker and ends the loop. On the way out:
+//! the bounded drain and the final save.
 
-use super::access::Role;
+use super::access::{self, Role};
 use super::counters;
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery;
 use super::directory::ChannelDirectory;
 use super::intake::{classify, Intake};
-use super::persist::{Coalescing, SaveReason, SessionAndStatus};
-use super::queue::Room;
+use super::nonce::{self, Notice};
+use super::persist::{Coalescing, SaveReason, SessionAndStatus, SessionFile};
+use super::queue::{Job, Room, Work, MAX_JOBS};
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
-use super::{access, results, worker, BridgeOutcome};
+use super::{results, worker};
 use crate::offload;
 use crate::protocol::{Message, Ready, Snowflake};
 use crate::recorder::FailureKind;
-use crate::shard::{ShardError, ShardEvent, ShardHandle};
+use crate::rest::Nonce;
+use crate::shard::{ShardError, ShardEvent, ShardSetHandle};
 use crate::status::{now_unix_ms, StatusSnapshot};
 use smol::channel::{Receiver, Sender};
 use std::future::Future;
@@ -44,6 +48,18 @@ const YIELD_EVERY: u32 = 32;
 /// status` reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
 
+/// How a run ended.
+#[derive(Debug)]
+pub enum BridgeOutcome {
+    /// `stop` resolved.
+    Stopped,
+    /// The owner sent `!restart`; markers are written: exit so the
+    /// supervisor starts us again.
+    RestartRequested,
+    /// The shard stopped for good (a fatal close code, or its driver ended).
+    ShardFatal(ShardError),
+}
+
 pub(crate) struct Writers {
     pub session_and_status: SessionAndStatus,
     pub directory: Coalescing,
@@ -52,7 +68,7 @@ pub(crate) struct Writers {
 /// The dispatch loop and its state.
 pub(crate) struct Loop {
     pub ctx: Rc<Ctx>,
-    pub shard: ShardHandle,
+    pub shard: ShardSetHandle,
     pub writers: Writers,
     pub directory: ChannelDirectory,
     pub marker: Option<RestartMarker>,
@@ -65,7 +81,7 @@ pub(crate) struct Loop {
 enum Wake {
     Stop,
     Reload,
-    Event(Result<ShardEvent, ShardError>),
+    Event(Result<(u32, ShardEvent), ShardError>),
 }
 
 impl Loop {
@@ -76,6 +92,7 @@ impl Loop {
     ) -> BridgeOutcome {
         let mut stop = std::pin::pin!(stop);
         let mut since_yield = 0;
+        self.recover().await;
         let outcome = loop {
             // Events already waiting are taken without a pause: yield now
             // and then, so a burst never holds the thread for long.
@@ -106,7 +123,7 @@ impl Loop {
                     log::info!("reloading access state (SIGHUP)");
                     let ctx = self.ctx.clone();
                     self.ctx.spawn("bridge-reload", async move {
-                        worker::reread_access(&ctx).await;
+                        ctx.reread_access().await;
                         results::watch_approvals(&ctx).await;
                     });
                 }
@@ -123,21 +140,21 @@ impl Loop {
                     );
                     break BridgeOutcome::ShardFatal(e);
                 }
-                Wake::Event(Ok(ShardEvent::Heartbeat(_))) => {
+                Wake::Event(Ok((_, ShardEvent::Heartbeat(_)))) => {
                     self.save_session_and_status(SaveReason::Beat)
                 }
-                Wake::Event(Ok(ShardEvent::Disconnected { reason })) => {
-                    log::info!("gateway disconnected ({reason}); the shard reconnects");
+                Wake::Event(Ok((shard, ShardEvent::Disconnected { reason }))) => {
+                    log::info!("gateway disconnected ({reason}); shard {shard} reconnects");
                     self.save_session_and_status(SaveReason::Disconnected);
                     self.ctx
                         .reporter
                         .fail(FailureKind::Gateway, "shard", None, reason);
                 }
-                Wake::Event(Ok(ShardEvent::Dispatch(dispatch))) => {
+                Wake::Event(Ok((shard, ShardEvent::Dispatch(dispatch)))) => {
                     let seq = dispatch.seq;
                     match dispatch.name.as_str() {
                         "READY" => {
-                            self.ctx.floor.borrow_mut().new_session(seq);
+                            self.ctx.floor.borrow_mut().new_session(shard, seq);
                             match dispatch.data::<Ready>() {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
@@ -145,15 +162,15 @@ impl Loop {
                             self.session_started().await;
                         }
                         "RESUMED" => {
-                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.ctx.floor.borrow_mut().consumed(shard, seq);
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
-                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.ctx.floor.borrow_mut().consumed(shard, seq);
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
                                     let outcome =
-                                        self.on_message(message, seq, stop.as_mut()).await;
+                                        self.on_message(message, shard, seq, stop.as_mut()).await;
                                     if let Some(outcome) = outcome {
                                         break outcome;
                                     }
@@ -170,7 +187,7 @@ impl Loop {
                             }
                         }
                         name => {
-                            self.ctx.floor.borrow_mut().consumed(seq);
+                            self.ctx.floor.borrow_mut().consumed(shard, seq);
                             match self.directory.apply(name, dispatch.raw_data()) {
                                 Ok(true) => self.writers.directory.set(&self.directory),
                                 Ok(false) => {}
@@ -193,18 +210,86 @@ impl Loop {
         }
     }
 
+    /// Puts the replies an earlier run recorded but did not finish at the
+    /// head of their channels' queues (before any replayed message), and
+    /// prunes result records a crash left behind. At most [`MAX_JOBS`]
+    /// replies: the outbox holds one per channel being handled, so that is
+    /// all of them (any more wait for the next start, logged).
+    async fn recover(&self) {
+        let ctx = &self.ctx;
+        match ctx.outbox.replies(MAX_JOBS).await {
+            Ok((replies, more)) => {
+                if !replies.is_empty() {
+                    log::info!(
+                        "{} reply(ies) recorded before the restart and not finished: delivering them",
+                        replies.len()
+                    );
+                }
+                if more {
+                    log::warn!("more than {MAX_JOBS} unfinished replies on record; the rest wait for the next start");
+                }
+                for (channel, message) in replies {
+                    let guard = ctx.inflight.begin(format!(
+                        "reply to message {message} in channel {channel}, recorded before the restart"
+                    ));
+                    let work = Work::Recorded { message };
+                    if ctx.queues.push(Job {
+                        channel,
+                        work,
+                        guard,
+                    }) {
+                        worker::start_worker(ctx, channel);
+                    }
+                }
+            }
+            Err(e) => {
+                log::error!("listing the outbox: {e}");
+                ctx.reporter
+                    .fail(FailureKind::State, "outbox", None, "listing failed");
+            }
+        }
+        match ctx.outbox.prune_results(&ctx.spool.results, MAX_JOBS).await {
+            Ok(0) => {}
+            Ok(n) => log::info!("pruned {n} record(s) of results delivered before the restart"),
+            Err(e) => log::warn!("pruning result records: {e}"),
+        }
+    }
+
+    /// Writes `session.json` now and waits for it: the session just
+    /// started (READY) or came back (RESUMED), and until it is on disk a
+    /// crash would leave the next start nothing to resume, so the messages
+    /// Discord sends meanwhile would never be replayed to it.
+    async fn save_session_now(&self) {
+        self.save_session_and_status(SaveReason::SessionStarted);
+        if !self.writers.session_and_status.flush_session().await {
+            log::warn!("session.json could not be written at session start; a crash now would lose what the session receives");
+        }
+    }
+
     fn save_session_and_status(&self, reason: SaveReason) {
-        let status = self.shard.status();
-        let state = self.ctx.floor.borrow().state_to_save(status.state.clone());
-        self.writers.session_and_status.save(reason, state, || {
-            StatusSnapshot::capture(&status, self.ctx.counters.to_json())
+        let statuses = self.shard.statuses();
+        let count = statuses.first().map_or(1, |status| status.shard[1]);
+        let states = {
+            let floor = self.ctx.floor.borrow();
+            statuses
+                .iter()
+                .map(|status| {
+                    let id = status.shard[0];
+                    (id, floor.state_to_save(id, status.state.clone()))
+                })
+                .collect()
+        };
+        let file = SessionFile::new(count, states);
+        self.writers.session_and_status.save(reason, file, || {
+            StatusSnapshot::capture_set(&statuses, self.ctx.counters.to_json())
         });
     }
 
-    /// READY or RESUMED: restore access before any access decision, then
-    /// say we are back (restart marker) and announce safe mode.
+    /// READY or RESUMED: the session on disk, access restored before any
+    /// access decision, then say we are back (restart marker) and announce
+    /// safe mode.
     async fn session_started(&mut self) {
-        self.save_session_and_status(SaveReason::SessionStarted);
+        self.save_session_now().await;
         match access::load_with_restore(&self.ctx.state_dir).await {
             Ok((loaded, bytes)) => self.ctx.access.borrow_mut().apply_load(loaded, bytes),
             Err(e) => {
@@ -223,7 +308,8 @@ impl Loop {
             self.ctx.spawn("bridge-restart-notice", async move {
                 let _guard = guard;
                 let text = "Back online after the restart.";
-                if delivery::notify(&ctx, marker.channel_id, text).await {
+                let nonce = nonce::notice(marker.message_id, Notice::BackOnline);
+                if delivery::notify(&ctx, marker.channel_id, text, &nonce).await {
                     if let Err(e) =
                         offload::remove_file(&restart::restart_path(&ctx.state_dir)).await
                     {
@@ -247,6 +333,7 @@ impl Loop {
     async fn on_message<S: Future<Output = ()>>(
         &mut self,
         message: Message,
+        shard: u32,
         seq: u64,
         mut stop: Pin<&mut S>,
     ) -> Option<BridgeOutcome> {
@@ -274,16 +361,19 @@ impl Loop {
                 let channel = message.channel_id;
                 // The ticket holds the saved seq below this message until
                 // it is handled, also while it waits for room.
-                let ticket = ctx.floor.borrow_mut().begin(seq);
+                let ticket = ctx.floor.borrow_mut().begin(shard, seq);
                 let guard = ctx.inflight.begin(format!(
                     "message {} in channel {channel}: queued",
                     message.id
                 ));
-                let job = worker::Job {
-                    message,
-                    ticket,
+                let job = Job {
+                    channel,
+                    work: Work::Message {
+                        message: Box::new(message),
+                        ticket,
+                        received_unix_ms: now_unix_ms(),
+                    },
                     guard,
-                    received_unix_ms: now_unix_ms(),
                 };
                 loop {
                     let freed = ctx.queues.freed();
@@ -375,7 +465,9 @@ impl Loop {
     async fn restart_requested(&self, message: &Message) {
         log::info!("the owner asked for a restart");
         let ctx = &self.ctx;
-        ctx.mark_processed(message.channel_id, message.id);
+        // On disk before the marker: a replayed `!restart` must not
+        // restart us again.
+        ctx.record_processed(message.channel_id, message.id).await;
         let marker = RestartMarker {
             requested_by: message.author.id,
             channel_id: message.channel_id,
@@ -397,9 +489,10 @@ impl Loop {
         let guard = ctx.inflight.begin("restart acknowledgement".into());
         let task_ctx = ctx.clone();
         let channel = message.channel_id;
+        let nonce = nonce::notice(message.id, Notice::Restarting);
         ctx.spawn("bridge-restart-ack", async move {
             let _guard = guard;
-            if delivery::notify(&task_ctx, channel, "Restarting…").await {
+            if delivery::notify(&task_ctx, channel, "Restarting…", &nonce).await {
                 task_ctx.turn_succeeded();
             }
         });
@@ -459,13 +552,14 @@ async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
     match ctx.rest.create_dm(&owner.to_string()).await {
         Ok(dm) => match dm.id.parse::<Snowflake>() {
             Ok(channel) => {
-                delivery::notify(ctx, channel, &text).await;
+                // Once per start-up in safe mode: nothing to repeat.
+                delivery::notify(ctx, channel, &text, &Nonce::random()).await;
             }
             Err(e) => log::warn!("safe-mode notice: DM channel id: {e}"),
         },
         Err(e) => {
             log::warn!("safe-mode notice: opening a DM with the owner failed: {e}");
-            delivery::record_rest(ctx, FailureKind::Rest, &e);
+            ctx.reporter.rest_failure(FailureKind::Rest, &e);
         }
     }
 }

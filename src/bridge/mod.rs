@@ -7,10 +7,12 @@
 //! per channel (one channel in order, channels concurrently), and handled by
 //! its channel's worker: access and pairing, voice-note transcription, the
 //! agent (or the spool), delivery with DM fallback. A results poller
-//! delivers `spool/results/`. State goes to disk through
-//! [`crate::offload`]; the session, status, runtime and directory files are
-//! written by coalescing background writers, so no message ever waits for a
-//! disk write it does not need.
+//! delivers `spool/results/`. Replies go out exactly once as far as Discord
+//! allows: on record in the outbox before they are sent, each part under a
+//! nonce derived from what it answers (modules `outbox`, `nonce`, `worker`).
+//! State goes to disk through [`crate::offload`]; the session, status,
+//! runtime and directory files are written by coalescing background
+//! writers, so no message ever waits for a disk write it does not need.
 //!
 //! ```no_run
 //! # use smolcord::{bridge::{self, Bridge, BridgeOutcome}, config::Config, recorder::Recorder,
@@ -40,6 +42,8 @@ pub mod directory;
 mod dispatch;
 mod inflight;
 mod intake;
+mod nonce;
+mod outbox;
 pub mod pairing;
 mod persist;
 mod queue;
@@ -48,28 +52,36 @@ pub mod restart;
 mod results;
 pub mod spool;
 mod throttle;
+mod tool;
 mod transcribe;
+mod tunables;
 mod watch;
 mod worker;
 
 pub use access::{AccessFile, Role};
 pub use agent::PLACEHOLDER;
 pub use counters::{BridgeCounters, CountersSnapshot};
+pub use dispatch::BridgeOutcome;
+pub use outbox::OUTBOX_DIR;
 pub use pairing::{approve_code, Approval, PairError, PairingRules};
-pub use persist::{load_session_state, session_path, SESSION_FILE};
+pub use persist::{
+    load_session_state, load_session_states, session_path, SessionFile, SESSION_FILE,
+};
 pub use queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
+pub use tunables::{Tunables, DRAIN_BOUND};
 
 use crate::config::Config;
 use crate::offload;
 use crate::protocol::Snowflake;
 use crate::recorder::Recorder;
 use crate::rest::RestClient;
-use crate::shard::{ShardError, ShardHandle};
+use crate::shard::ShardSetHandle;
 use crate::status;
 use access::Access;
 use ctx::Ctx;
 use directory::ChannelDirectory;
 use inflight::Inflight;
+use outbox::Outbox;
 use pairing::PairingBook;
 use persist::{Coalescing, SeqFloor, SessionAndStatus};
 use report::Reporter;
@@ -84,72 +96,6 @@ use std::fmt;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
-
-/// The spec for one of the operator's commands (transcriber, agent, DM
-/// fallback): the bridge's environment minus the bot token, which those
-/// programs have no business seeing.
-pub(crate) fn tool_command(argv: Vec<String>, timeout: Duration) -> offload::CommandSpec {
-    let mut spec = offload::CommandSpec::new(argv, timeout);
-    spec.env = offload::CommandEnv::InheritWithout(vec!["DISCORD_TOKEN".into()]);
-    spec
-}
-
-/// How long a stop waits for work in flight (the README's figure). Work
-/// left after it is abandoned, not lost: its messages are replayed on
-/// resume. Short, because the whole stop (this, the final save, the
-/// gateway close, the journal flush) must fit in the 10 s Docker and
-/// systemd give before SIGKILL.
-pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
-
-/// Knobs that are not config keys (tests shorten them).
-#[derive(Clone, Copy, Debug)]
-pub struct Tunables {
-    /// Pairing code rules.
-    pub pairing: PairingRules,
-    /// Typing indicator renewal while the agent runs.
-    pub typing_interval: Duration,
-    /// Post a "working…" placeholder after this long (`None`: never).
-    pub placeholder_after: Option<Duration>,
-    /// Bound on waiting for work in flight at shutdown ([`DRAIN_BOUND`]).
-    pub drain_timeout: Duration,
-    /// Bound on the final state save.
-    pub save_timeout: Duration,
-    /// Channel directory writes are debounced by this much.
-    pub directory_debounce: Duration,
-    /// Runtime state (processed ids, counter) writes are debounced by this much.
-    pub runtime_debounce: Duration,
-    /// Transcriptions running at once.
-    pub transcribe_concurrency: usize,
-}
-
-impl Default for Tunables {
-    fn default() -> Self {
-        Tunables {
-            pairing: PairingRules::default(),
-            typing_interval: Duration::from_secs(8),
-            placeholder_after: Some(Duration::from_secs(10)),
-            drain_timeout: DRAIN_BOUND,
-            // With the drain (2 s), the gateway close (2 s) and the journal
-            // flush (2 s), a stop stays under the 10 s before SIGKILL.
-            save_timeout: Duration::from_secs(3),
-            directory_debounce: Duration::from_secs(2),
-            runtime_debounce: Duration::from_millis(500),
-            transcribe_concurrency: 2,
-        }
-    }
-}
-
-/// How a run ended.
-#[derive(Debug)]
-pub enum BridgeOutcome {
-    /// `stop` resolved.
-    Stopped,
-    /// The owner sent `!restart`; markers are written: exit so the
-    /// supervisor starts us again.
-    RestartRequested,
-    /// The shard stopped for good (a fatal close code, or its driver ended).
-    ShardFatal(ShardError),
-}
 
 /// Why the bridge could not start.
 #[derive(Debug)]
@@ -193,7 +139,7 @@ pub struct Bridge {
     config: Config,
     tunables: Tunables,
     rest: RestClient,
-    shard: ShardHandle,
+    shard: ShardSetHandle,
     reporter: Reporter,
     counters: BridgeCounters,
     access: Access,
@@ -222,11 +168,12 @@ fn snowflake(key: &str, value: &str) -> Result<Snowflake, BridgeError> {
 
 impl Bridge {
     /// Loads access (restore from backup rule), restart markers, counters;
-    /// bumps the restart-failure counter; decides safe mode.
+    /// bumps the restart-failure counter; decides safe mode. `shard` is one
+    /// shard's handle or a set's.
     pub async fn start(
         config: Config,
         rest: RestClient,
-        shard: ShardHandle,
+        shard: impl Into<ShardSetHandle>,
         recorder: Recorder,
     ) -> Result<Bridge, BridgeError> {
         Bridge::start_with(config, rest, shard, recorder, Tunables::default()).await
@@ -236,14 +183,22 @@ impl Bridge {
     pub async fn start_with(
         config: Config,
         rest: RestClient,
-        shard: ShardHandle,
+        shard: impl Into<ShardSetHandle>,
         recorder: Recorder,
         tunables: Tunables,
     ) -> Result<Bridge, BridgeError> {
+        let shard = shard.into();
+        if shard.shard(0).is_none() {
+            log::warn!(
+                "this process runs shards {:?} but not shard 0: Discord sends direct messages to shard 0 only, so it bridges no DMs (guild messages of its shards only)",
+                shard.shards().iter().map(|h| h.status().shard[0]).collect::<Vec<_>>()
+            );
+        }
         let state_dir = config.state_dir.clone();
         offload::create_dir_all(&state_dir).await?;
         offload::create_dir_all(&state_dir.join("tmp")).await?;
         Spool::new(&state_dir).create_dirs().await?;
+        Outbox::new(&state_dir).create_dir().await?;
 
         let config_owner = config
             .owner_id
@@ -356,8 +311,9 @@ impl Bridge {
         let status_live = match status::socket::StatusListener::bind(&state_dir).await {
             Ok(listener) => {
                 let (shard, counters) = (self.shard.clone(), self.counters.clone());
-                let snapshot =
-                    move || status::StatusSnapshot::capture(&shard.status(), counters.to_json());
+                let snapshot = move || {
+                    status::StatusSnapshot::capture_set(&shard.statuses(), counters.to_json())
+                };
                 ex.spawn(crate::loopwatch::watch(
                     "bridge-status-socket",
                     listener.serve(snapshot),
@@ -386,6 +342,7 @@ impl Bridge {
         let ctx = Rc::new(Ctx {
             tmp_dir: state_dir.join("tmp"),
             spool: Spool::new(&state_dir),
+            outbox: Outbox::new(&state_dir),
             state_dir,
             tunables: self.tunables,
             rest: self.rest,

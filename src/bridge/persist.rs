@@ -22,11 +22,12 @@ use crate::recorder::FailureKind;
 use crate::rt::Timer;
 use crate::shard::SessionState;
 use crate::status::StatusSnapshot;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smol::channel::{self, Receiver, Sender};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -82,9 +83,11 @@ impl Coalescing {
         }
     }
 
-    /// Writes the pending value now, after any write in progress (shutdown).
-    pub async fn flush(&self) {
-        write_pending(&self.shared).await;
+    /// Writes the pending value now, after any write in progress; true
+    /// once every value set before the call is on disk (false: the write
+    /// failed, logged and journalled; it is retried with the next one).
+    pub async fn flush(&self) -> bool {
+        write_pending(&self.shared).await
     }
 }
 
@@ -93,20 +96,26 @@ async fn background(shared: Rc<Shared>, woken: Receiver<()>, debounce: Duration)
         if !debounce.is_zero() {
             Timer::after(debounce).await;
         }
-        write_pending(&shared).await;
+        let _ = write_pending(&shared).await;
     }
 }
 
-async fn write_pending(shared: &Shared) {
+/// Writes what is pending; true if it is on disk (or nothing was: values
+/// are taken only under `turn`, so one taken by another writer is written
+/// by the time we get it, or put back if that write failed).
+async fn write_pending(shared: &Shared) -> bool {
     let _turn = shared.turn.lock().await;
     let Some(bytes) = shared.pending.borrow_mut().take() else {
-        return;
+        return true;
     };
     if shared.written.borrow().as_deref() == Some(&bytes[..]) {
-        return;
+        return true;
     }
     match offload::write_bytes_atomic(&shared.path, bytes.clone()).await {
-        Ok(()) => *shared.written.borrow_mut() = Some(bytes),
+        Ok(()) => {
+            *shared.written.borrow_mut() = Some(bytes);
+            true
+        }
         Err(e) => {
             log::error!("saving state: {e}");
             shared.reporter.fail(
@@ -117,6 +126,7 @@ async fn write_pending(shared: &Shared) {
             );
             // Retry with the next `set` or flush, unless a newer value came.
             shared.pending.borrow_mut().get_or_insert(bytes);
+            false
         }
     }
 }
@@ -128,9 +138,15 @@ fn file_name(path: &Path) -> String {
     )
 }
 
-/// Which seq may be saved for a resume (see the module doc).
+/// Which seq may be saved for a resume (see the module doc), per shard:
+/// each shard numbers its own dispatches.
 #[derive(Debug, Default)]
 pub(crate) struct SeqFloor {
+    shards: BTreeMap<u32, ShardFloor>,
+}
+
+#[derive(Debug, Default)]
+struct ShardFloor {
     generation: u64,
     consumed: Option<u64>,
     inflight: BTreeMap<u64, usize>,
@@ -139,57 +155,154 @@ pub(crate) struct SeqFloor {
 /// A message being handled: hand it back to [`SeqFloor::end`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SeqTicket {
+    shard: u32,
     generation: u64,
     seq: u64,
 }
 
 impl SeqFloor {
-    /// A dispatch was consumed.
-    pub fn consumed(&mut self, seq: u64) {
-        self.consumed = Some(self.consumed.map_or(seq, |c| c.max(seq)));
+    /// A dispatch of `shard` was consumed.
+    pub fn consumed(&mut self, shard: u32, seq: u64) {
+        let floor = self.shards.entry(shard).or_default();
+        floor.consumed = Some(floor.consumed.map_or(seq, |c| c.max(seq)));
     }
 
-    /// READY: a new session, sequence numbers start again.
-    pub fn new_session(&mut self, ready_seq: u64) {
-        self.generation += 1;
-        self.inflight.clear();
-        self.consumed = Some(ready_seq);
+    /// READY on `shard`: a new session, sequence numbers start again.
+    pub fn new_session(&mut self, shard: u32, ready_seq: u64) {
+        let floor = self.shards.entry(shard).or_default();
+        floor.generation += 1;
+        floor.inflight.clear();
+        floor.consumed = Some(ready_seq);
     }
 
-    pub fn begin(&mut self, seq: u64) -> SeqTicket {
-        *self.inflight.entry(seq).or_default() += 1;
+    pub fn begin(&mut self, shard: u32, seq: u64) -> SeqTicket {
+        let floor = self.shards.entry(shard).or_default();
+        *floor.inflight.entry(seq).or_default() += 1;
         SeqTicket {
-            generation: self.generation,
+            shard,
+            generation: floor.generation,
             seq,
         }
     }
 
     pub fn end(&mut self, ticket: SeqTicket) {
-        if ticket.generation != self.generation {
+        let Some(floor) = self.shards.get_mut(&ticket.shard) else {
+            return;
+        };
+        if ticket.generation != floor.generation {
             return;
         }
-        if let Some(count) = self.inflight.get_mut(&ticket.seq) {
+        if let Some(count) = floor.inflight.get_mut(&ticket.seq) {
             *count -= 1;
             if *count == 0 {
-                self.inflight.remove(&ticket.seq);
+                floor.inflight.remove(&ticket.seq);
             }
         }
     }
 
-    /// The highest seq whose dispatch, and all before it, are done.
-    pub fn safe_seq(&self) -> Option<u64> {
-        match self.inflight.keys().next() {
+    /// The highest seq of `shard` whose dispatch, and all before it, are
+    /// done.
+    pub fn safe_seq(&self, shard: u32) -> Option<u64> {
+        let floor = self.shards.get(&shard)?;
+        match floor.inflight.keys().next() {
             Some(&oldest) => Some(oldest.saturating_sub(1)),
-            None => self.consumed,
+            None => floor.consumed,
         }
     }
 
-    /// The shard's state with its seq lowered to [`Self::safe_seq`].
-    pub fn state_to_save(&self, mut state: SessionState) -> SessionState {
-        if let (Some(session), Some(safe)) = (state.session.as_mut(), self.safe_seq()) {
+    /// `shard`'s state with its seq lowered to [`Self::safe_seq`].
+    pub fn state_to_save(&self, shard: u32, mut state: SessionState) -> SessionState {
+        if let (Some(session), Some(safe)) = (state.session.as_mut(), self.safe_seq(shard)) {
             session.seq = session.seq.min(safe);
         }
         state
+    }
+}
+
+/// What `session.json` holds: one shard's state (the form every
+/// single-shard process writes, as before shard sets), or, for a process
+/// running a range of shards, each one's state by shard id with the shard
+/// count they were made for.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum SessionFile {
+    /// Shards `first..=last` of `count`.
+    Set {
+        /// The bot's shard count when these sessions began.
+        count: u32,
+        /// Each shard's state.
+        shards: BTreeMap<u32, SessionState>,
+    },
+    /// A single-shard process.
+    One(SessionState),
+}
+
+impl<'de> Deserialize<'de> for SessionFile {
+    /// The set form has `shards`; anything else is one shard's state.
+    /// (Not serde's `untagged`: it cannot read the shard ids, JSON object
+    /// keys, as numbers.)
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Set {
+            count: u32,
+            shards: BTreeMap<u32, SessionState>,
+        }
+        let value = serde_json::Value::deserialize(deserializer)?;
+        let file = if value.get("shards").is_some() {
+            serde_json::from_value::<Set>(value).map(|set| SessionFile::Set {
+                count: set.count,
+                shards: set.shards,
+            })
+        } else {
+            serde_json::from_value(value).map(SessionFile::One)
+        };
+        file.map_err(serde::de::Error::custom)
+    }
+}
+
+impl SessionFile {
+    /// The file for `states` (one entry: the single-shard form).
+    pub fn new(count: u32, states: BTreeMap<u32, SessionState>) -> SessionFile {
+        if states.len() == 1 {
+            if let Some(state) = states.into_values().next() {
+                return SessionFile::One(state);
+            }
+            unreachable!("one entry");
+        }
+        SessionFile::Set {
+            count,
+            shards: states,
+        }
+    }
+
+    /// Each of shards `ids` (of `count`) gets its saved state. Sessions
+    /// made for another shard count, or a single-shard file read by a
+    /// process running several, are not resumed (they would bring back
+    /// another shard's events); their identify history is kept for every
+    /// shard (one daily budget per bot).
+    pub fn states_for(self, ids: RangeInclusive<u32>, count: u32) -> BTreeMap<u32, SessionState> {
+        let single = ids.start() == ids.end();
+        let (mut kept, dropped): (BTreeMap<u32, SessionState>, Vec<SessionState>) = match self {
+            SessionFile::One(state) if single => ([(*ids.start(), state)].into(), Vec::new()),
+            SessionFile::One(state) => (BTreeMap::new(), vec![state]),
+            SessionFile::Set { count: c, shards } if c == count => {
+                let (kept, other) = shards.into_iter().partition(|(id, _)| ids.contains(id));
+                (kept, other.into_values().collect())
+            }
+            SessionFile::Set { shards, .. } => (BTreeMap::new(), shards.into_values().collect()),
+        };
+        if dropped.iter().any(|state| state.session.is_some()) && kept.is_empty() {
+            log::info!(
+                "session.json holds sessions of another shard layout; shards {ids:?} of {count} start fresh sessions"
+            );
+        }
+        for id in ids {
+            let state = kept.entry(id).or_default();
+            for other in &dropped {
+                state.identifies.merge(&other.identifies);
+            }
+        }
+        kept
     }
 }
 
@@ -227,7 +340,7 @@ pub(crate) struct SessionAndStatus {
     /// is their only source and is written every heartbeat as before.
     status_live: bool,
     /// What was last handed to the session writer, and when.
-    session_saved: RefCell<Option<SessionState>>,
+    session_saved: RefCell<Option<SessionFile>>,
     session_saved_at: Cell<Option<Instant>>,
 }
 
@@ -249,7 +362,7 @@ impl SessionAndStatus {
     pub fn save(
         &self,
         reason: SaveReason,
-        session: SessionState,
+        session: SessionFile,
         status: impl FnOnce() -> StatusSnapshot,
     ) {
         if self.session_due(reason, &session, Instant::now()) {
@@ -262,7 +375,7 @@ impl SessionAndStatus {
 
     /// Whether `session` is worth writing now (and if so, remembers it as
     /// written).
-    fn session_due(&self, reason: SaveReason, session: &SessionState, now: Instant) -> bool {
+    fn session_due(&self, reason: SaveReason, session: &SessionFile, now: Instant) -> bool {
         let mut saved = self.session_saved.borrow_mut();
         let Some(last) = saved.as_ref() else {
             *saved = Some(session.clone());
@@ -272,13 +385,7 @@ impl SessionAndStatus {
         if last == session {
             return false;
         }
-        let only_seq_moved = {
-            let mut with_old_seq = session.clone();
-            if let (Some(new), Some(old)) = (with_old_seq.session.as_mut(), last.session.as_ref()) {
-                new.seq = old.seq;
-            }
-            &with_old_seq == last
-        };
+        let only_seq_moved = session.with_seqs_of(last) == *last;
         let stale = self
             .session_saved_at
             .get()
@@ -296,6 +403,48 @@ impl SessionAndStatus {
         self.session.flush().await;
         self.status.flush().await;
     }
+
+    /// Writes the session handed to [`SessionAndStatus::save`] now and
+    /// waits: true once it is on disk (a session start must not wait for a
+    /// heartbeat to be resumable).
+    pub async fn flush_session(&self) -> bool {
+        self.session.flush().await
+    }
+}
+
+impl SessionFile {
+    /// A copy with each shard's seq taken from `other` (to tell a change of
+    /// seq alone from a change of session).
+    fn with_seqs_of(&self, other: &SessionFile) -> SessionFile {
+        let mut copy = self.clone();
+        for (id, state) in copy.states_mut() {
+            let old_seq = other
+                .state(id)
+                .and_then(|old| old.session.as_ref())
+                .map(|s| s.seq);
+            if let (Some(session), Some(seq)) = (state.session.as_mut(), old_seq) {
+                session.seq = seq;
+            }
+        }
+        copy
+    }
+
+    fn state(&self, id: Option<u32>) -> Option<&SessionState> {
+        match (self, id) {
+            (SessionFile::One(state), None) => Some(state),
+            (SessionFile::Set { shards, .. }, Some(id)) => shards.get(&id),
+            _ => None,
+        }
+    }
+
+    fn states_mut(&mut self) -> Vec<(Option<u32>, &mut SessionState)> {
+        match self {
+            SessionFile::One(state) => vec![(None, state)],
+            SessionFile::Set { shards, .. } => {
+                shards.iter_mut().map(|(id, s)| (Some(*id), s)).collect()
+            }
+        }
+    }
 }
 
 /// `state_dir/session.json`.
@@ -303,16 +452,37 @@ pub fn session_path(state_dir: &Path) -> PathBuf {
     state_dir.join(SESSION_FILE)
 }
 
-/// Session state saved by a previous run (for `ShardConfig.state`); the
-/// default when there is none or it is unreadable (logged).
-pub async fn load_session_state(state_dir: &Path) -> SessionState {
+/// What a previous run saved in `session.json`; `None` when there is none
+/// or it is unreadable (logged).
+pub async fn load_session_file(state_dir: &Path) -> Option<SessionFile> {
     match offload::read_json(&session_path(state_dir), Fallback::None).await {
-        Ok(Some(state)) => state,
-        Ok(None) => SessionState::default(),
+        Ok(file) => file,
         Err(e) => {
             log::warn!("{e}; starting without a session to resume (a fresh identify)");
-            SessionState::default()
+            None
         }
+    }
+}
+
+/// The saved state of each of shards `ids` of `count` (for
+/// [`crate::shard::ShardSet::new`]).
+pub async fn load_session_states(
+    state_dir: &Path,
+    ids: RangeInclusive<u32>,
+    count: u32,
+) -> BTreeMap<u32, SessionState> {
+    load_session_file(state_dir)
+        .await
+        .map(|file| file.states_for(ids.clone(), count))
+        .unwrap_or_else(|| ids.map(|id| (id, SessionState::default())).collect())
+}
+
+/// Session state saved by a single-shard run (for `ShardConfig.state`).
+pub async fn load_session_state(state_dir: &Path) -> SessionState {
+    match load_session_file(state_dir).await {
+        Some(SessionFile::One(state)) => state,
+        Some(file) => file.states_for(0..=0, 1).remove(&0).unwrap_or_default(),
+        None => SessionState::default(),
     }
 }
 
@@ -321,32 +491,32 @@ mod tests {
     use super::*;
     use crate::bridge::counters::BridgeCounters;
     use crate::recorder::Recorder;
-    use crate::shard::Session;
+    use crate::shard::{IdentifyBudget, Session};
 
     #[test]
     fn seq_floor_stays_before_unfinished_messages() {
         let mut floor = SeqFloor::default();
-        floor.new_session(1);
-        assert_eq!(floor.safe_seq(), Some(1));
-        floor.consumed(2);
-        let a = floor.begin(3);
-        floor.consumed(3);
-        let b = floor.begin(4);
-        floor.consumed(4);
-        floor.consumed(5);
-        assert_eq!(floor.safe_seq(), Some(2));
+        floor.new_session(0, 1);
+        assert_eq!(floor.safe_seq(0), Some(1));
+        floor.consumed(0, 2);
+        let a = floor.begin(0, 3);
+        floor.consumed(0, 3);
+        let b = floor.begin(0, 4);
+        floor.consumed(0, 4);
+        floor.consumed(0, 5);
+        assert_eq!(floor.safe_seq(0), Some(2));
         floor.end(b);
-        assert_eq!(floor.safe_seq(), Some(2));
+        assert_eq!(floor.safe_seq(0), Some(2));
         floor.end(a);
-        assert_eq!(floor.safe_seq(), Some(5));
+        assert_eq!(floor.safe_seq(0), Some(5));
         // A ticket from an old session does not touch the new one.
-        let old = floor.begin(6);
-        floor.new_session(1);
-        let c = floor.begin(2);
+        let old = floor.begin(0, 6);
+        floor.new_session(0, 1);
+        let c = floor.begin(0, 2);
         floor.end(old);
-        assert_eq!(floor.safe_seq(), Some(1));
+        assert_eq!(floor.safe_seq(0), Some(1));
         floor.end(c);
-        assert_eq!(floor.safe_seq(), Some(1));
+        assert_eq!(floor.safe_seq(0), Some(1));
 
         let state = SessionState {
             session: Some(Session {
@@ -356,10 +526,74 @@ mod tests {
             }),
             ..SessionState::default()
         };
-        let _held = floor.begin(4);
-        assert_eq!(floor.state_to_save(state.clone()).session.unwrap().seq, 3);
+        let _held = floor.begin(0, 4);
+        assert_eq!(
+            floor.state_to_save(0, state.clone()).session.unwrap().seq,
+            3
+        );
         let fresh = SeqFloor::default();
-        assert_eq!(fresh.state_to_save(state).session.unwrap().seq, 9);
+        assert_eq!(fresh.state_to_save(0, state).session.unwrap().seq, 9);
+    }
+
+    #[test]
+    fn each_shard_has_its_own_floor() {
+        let mut floor = SeqFloor::default();
+        floor.new_session(0, 1);
+        floor.new_session(3, 1);
+        let held = floor.begin(3, 5);
+        floor.consumed(0, 9);
+        floor.consumed(3, 7);
+        assert_eq!(floor.safe_seq(0), Some(9));
+        assert_eq!(floor.safe_seq(3), Some(4));
+        floor.end(held);
+        assert_eq!(floor.safe_seq(3), Some(7));
+        assert_eq!(floor.safe_seq(1), None);
+    }
+
+    fn resumable(id: &str) -> SessionState {
+        SessionState {
+            session: Some(Session {
+                session_id: id.into(),
+                seq: 5,
+                resume_gateway_url: "wss://x".into(),
+            }),
+            ..SessionState::default()
+        }
+    }
+
+    #[test]
+    fn a_single_shard_writes_the_single_shard_form() {
+        let one = SessionFile::new(4, [(2, resumable("a"))].into());
+        let json = serde_json::to_value(&one).unwrap();
+        assert_eq!(json["session"]["session_id"], "a", "{json}");
+        let back: SessionFile = serde_json::from_value(json).unwrap();
+        assert_eq!(back.states_for(2..=2, 4)[&2], resumable("a"));
+    }
+
+    #[test]
+    fn a_set_keeps_each_shards_session_for_the_same_layout_only() {
+        let mut history = IdentifyBudget::default();
+        history.record(1_000);
+        let mut first = resumable("a");
+        first.identifies = history.clone();
+        // A session timeline too: serde's `untagged` could not read it back.
+        first
+            .history
+            .started(crate::shard::history::StartKind::Identify, 1_000);
+        first.history.established(1_100);
+        let set = SessionFile::new(4, [(0, first), (1, resumable("b"))].into());
+        let json = serde_json::to_string(&set).unwrap();
+        let back: SessionFile = serde_json::from_str(&json).unwrap();
+        let states = back.clone().states_for(0..=1, 4);
+        assert_eq!(states[&1], resumable("b"));
+        // Another shard count: no session resumed, the identify history kept.
+        let states = back.clone().states_for(0..=3, 8);
+        assert_eq!(states.len(), 4);
+        assert!(states.values().all(|s| s.session.is_none()));
+        assert!(states.values().all(|s| s.identifies == history));
+        // A single-shard file read by a process running several shards.
+        let states = SessionFile::One(resumable("c")).states_for(0..=1, 2);
+        assert!(states.values().all(|s| s.session.is_none()));
     }
 
     #[test]
@@ -378,8 +612,9 @@ mod tests {
             ..SessionState::default()
         };
         let t0 = Instant::now();
-        let due =
-            |reason, s: &SessionState, after: Duration| saves.session_due(reason, s, t0 + after);
+        let due = |reason, s: &SessionState, after: Duration| {
+            saves.session_due(reason, &SessionFile::One(s.clone()), t0 + after)
+        };
         assert!(due(
             SaveReason::SessionStarted,
             &state("a", 1),

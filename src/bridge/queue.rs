@@ -18,8 +18,9 @@
 //! its channel has jobs, so workers too are at most [`MAX_JOBS`].
 
 use super::counters::BridgeCounters;
-use super::worker::Job;
-use crate::protocol::Snowflake;
+use super::inflight::JobGuard;
+use super::persist::SeqTicket;
+use crate::protocol::{Message, Snowflake};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 
@@ -40,6 +41,28 @@ pub const DROPPABLE_JOBS: usize = MAX_JOBS / 4;
 /// cannot take every droppable place (a stranger gets at most one pairing
 /// reply a minute: more would be answered with silence anyway).
 const DROPPABLE_CHANNEL_JOBS: usize = 4;
+
+/// One piece of a channel's work.
+pub(crate) struct Job {
+    pub channel: Snowflake,
+    pub work: Work,
+    /// Keeps the job in the shutdown drain's count.
+    pub guard: JobGuard,
+}
+
+/// What a job is.
+pub(crate) enum Work {
+    /// A message from the gateway.
+    Message {
+        message: Box<Message>,
+        /// Holds the saved gateway seq below this message until it is done.
+        ticket: SeqTicket,
+        received_unix_ms: u64,
+    },
+    /// A reply an earlier run put on record and did not finish: deliver
+    /// it (before any message of its channel that came after).
+    Recorded { message: Snowflake },
+}
 
 /// Whether a job may be queued now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,13 +122,13 @@ impl JobQueues {
         self.jobs.set(jobs);
         self.counters.jobs_now(jobs);
         let mut channels = self.channels.borrow_mut();
-        match channels.get_mut(&job.message.channel_id) {
+        match channels.get_mut(&job.channel) {
             Some(queue) => {
                 queue.push_back(job);
                 false
             }
             None => {
-                channels.insert(job.message.channel_id, VecDeque::from([job]));
+                channels.insert(job.channel, VecDeque::from([job]));
                 true
             }
         }

@@ -11,6 +11,7 @@
 use super::counters::{BridgeCounters, Counter};
 use super::throttle::{Throttle, Verdict};
 use crate::recorder::{Admission, Failure, FailureKind, Recorder};
+use crate::rest::RestError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -62,6 +63,16 @@ impl Reporter {
         self.record(kind, place, status, message);
     }
 
+    /// Records a failed REST call: its route, status and a type-only
+    /// description (no Discord message text).
+    pub fn rest_failure(&self, kind: FailureKind, e: &RestError) {
+        let status = match e {
+            RestError::Http { status, .. } => Some(i64::from(*status)),
+            _ => None,
+        };
+        self.fail(kind, e.route(), status, rest_kind(e));
+    }
+
     /// Journals the counts still held back (at shutdown), one record per
     /// kind of failure.
     pub fn flush_held_back(&self) {
@@ -81,5 +92,24 @@ impl Reporter {
         if self.recorder.record(failure) == Admission::Dropped {
             log::debug!("failure record ({kind:?}) dropped by the recorder");
         }
+    }
+}
+
+/// A type-only description of a REST error (no Discord message text).
+fn rest_kind(e: &RestError) -> String {
+    match e {
+        RestError::Http { status, code, .. } => match code {
+            Some(code) => format!("HTTP {status}, Discord error {code}"),
+            None => format!("HTTP {status}"),
+        },
+        RestError::RateLimitedTooLong { attempts, .. } => {
+            format!("rate limited beyond the retry budget ({attempts} tries)")
+        }
+        RestError::Timeout { .. } => "timed out".into(),
+        RestError::Transport { .. } => "transport error".into(),
+        RestError::Decode { .. } => "unexpected response body".into(),
+        RestError::TooLarge { limit, .. } => format!("larger than {limit} bytes"),
+        RestError::InvalidInput { .. } => "invalid input".into(),
+        RestError::LocalIo { .. } => "local file error".into(),
     }
 }

@@ -5,7 +5,8 @@
 //!   completed a turn, the bot's user id (a resumed session gets no READY,
 //!   so it must be remembered to ignore our own messages) and the last
 //!   processed message id per channel (a resume may replay messages that
-//!   were already answered).
+//!   were already answered; written, and waited for, as each message is
+//!   done).
 //! - The counter goes up at every start-up and back to zero after the first
 //!   successful turn, or on a clean stop (a stop signal, and the drain left
 //!   nothing unfinished: a reboot is not a failure, but work abandoned at a

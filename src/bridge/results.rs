@@ -4,7 +4,8 @@
 //! [`DELIVERY_WORKERS`] delivery tasks, which read and parse it off the
 //! loop (at most `max_result_bytes`, never through a symbolic link),
 //! deliver it (falling back and archiving as [`super::delivery`] says), and
-//! set bad files aside. While pairing codes are pending it also ticks every
+//! set bad files aside. A result of several parts goes on after a restart
+//! from the part after the last one its outbox record lists. While pairing codes are pending it also ticks every
 //! `results_poll_ms` to notice approvals, so an approved user hears about it
 //! without writing again. Otherwise nothing runs in between: an idle bridge
 //! has no timer here at all (the watch catches every rename or
@@ -21,12 +22,13 @@
 use super::access::Role;
 use super::counters::Counter;
 use super::ctx::Ctx;
-use super::delivery::{deliver, notify, Outgoing};
+use super::delivery::{self, notify, Plan, Settle};
+use super::outbox::ResultRecord;
 use super::pairing::{self, APPROVED_MESSAGE};
-use super::spool::{result_id, Aside, BadResult, Outcome};
+use super::spool::{result_id, Aside, BadResult, Outcome, SpoolResult};
 use super::watch::DirWatch;
-use super::worker::reread_access;
 use crate::recorder::FailureKind;
+use crate::rest::Nonce;
 use crate::status::now_unix_ms;
 use async_io::Timer;
 use smol::channel::Receiver;
@@ -203,20 +205,7 @@ async fn deliver_result(ctx: &Ctx, path: &Path) -> bool {
         .await
     {
         Ok(result) => {
-            let outcome = deliver(
-                ctx,
-                Outgoing {
-                    id: &id,
-                    channel: result.channel_id,
-                    content: &result.content,
-                    note: None,
-                    placeholder: None,
-                    archive_delivered: true,
-                    source: Some(path),
-                },
-            )
-            .await;
-            return match outcome {
+            return match deliver_parts(ctx, path, &id, &result).await {
                 Ok(Outcome::Delivered) => {
                     ctx.counters.bump(Counter::ResultsDelivered);
                     true
@@ -272,12 +261,56 @@ async fn deliver_result(ctx: &Ctx, path: &Path) -> bool {
     }
 }
 
+/// Sends a result's parts from where an earlier run got (its outbox
+/// record, saved between parts), then settles and archives it; the record
+/// goes once the result is archived.
+async fn deliver_parts(
+    ctx: &Ctx,
+    path: &Path,
+    id: &str,
+    result: &SpoolResult,
+) -> Result<Outcome, Outcome> {
+    let file = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let (channel, content) = (result.channel_id, result.content.as_str());
+    let mut record = match ctx.outbox.result(&file, channel, content).await {
+        Ok(record) => record,
+        Err(e) => {
+            log::warn!("{e}; delivering result {id} from its first part");
+            ResultRecord::new(&file, channel, content)
+        }
+    };
+    let plan = Plan::new(content, None);
+    let sent = delivery::send(ctx, channel, &plan, &mut record, None).await;
+    let settled = delivery::settle(
+        ctx,
+        Settle {
+            id,
+            channel,
+            content,
+            sent,
+            delivered: &record.sent.message_ids,
+            archive_delivered: true,
+            source: Some(path),
+        },
+    )
+    .await;
+    // Only a result of several parts ever has a record on disk.
+    if settled.is_ok() && plan.parts() > 1 {
+        if let Err(e) = ctx.outbox.remove(&record).await {
+            log::warn!("removing a delivered result's record: {e}");
+        }
+    }
+    settled
+}
+
 /// While pairing codes are pending: notices approvals (and expiries).
 pub(crate) async fn watch_approvals(ctx: &Ctx) {
     if ctx.pairing.borrow().live_codes(now_unix_ms()) == 0 {
         return;
     }
-    reread_access(ctx).await;
+    ctx.reread_access().await;
     let (approved, file) = {
         let access = ctx.access.borrow();
         let mut book = ctx.pairing.borrow_mut();
@@ -293,6 +326,7 @@ pub(crate) async fn watch_approvals(ctx: &Ctx) {
     }
     for code in approved {
         log::info!("pairing approved for user {}", code.user_id);
-        notify(ctx, code.channel_id, APPROVED_MESSAGE).await;
+        // Sent once: the pairing book saved above no longer holds the code.
+        notify(ctx, code.channel_id, APPROVED_MESSAGE, &Nonce::random()).await;
     }
 }

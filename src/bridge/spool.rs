@@ -331,7 +331,8 @@ pub fn result_id(path: &Path) -> String {
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }
 
-fn is_result_name(name: &std::ffi::OsStr) -> bool {
+/// Whether a file name in `results/` is a result to deliver.
+pub(crate) fn is_result_name(name: &std::ffi::OsStr) -> bool {
     let Some(name) = name.to_str() else {
         return false;
     };

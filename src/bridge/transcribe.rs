@@ -6,8 +6,10 @@
 
 use super::counters::Counter;
 use super::ctx::Ctx;
-use super::delivery::record_rest;
+use super::delivery::notify;
+use super::nonce::{self, Notice};
 use super::spool::Transcript;
+use super::tool::tool_command;
 use crate::offload::{self, run_command};
 use crate::protocol::{Attachment, Message};
 use crate::recorder::FailureKind;
@@ -108,7 +110,7 @@ fn extension(filename: &str) -> &str {
 pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Transcript>, bool) {
     let mut transcripts = Vec::new();
     let mut failed = false;
-    for attachment in message.audio_attachments() {
+    for (n, attachment) in message.audio_attachments().enumerate() {
         match transcribe_one(ctx, message, attachment).await {
             Ok(text) => {
                 ctx.counters.bump(Counter::Transcriptions);
@@ -128,7 +130,7 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
                 );
                 match &e {
                     TranscribeError::Download(rest) => {
-                        record_rest(ctx, FailureKind::Transcription, rest)
+                        ctx.reporter.rest_failure(FailureKind::Transcription, rest)
                     }
                     other => {
                         let program = ctx
@@ -149,7 +151,8 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
                         );
                     }
                 }
-                super::delivery::notify(ctx, message.channel_id, &e.user_text()).await;
+                let nonce = nonce::notice(message.id, Notice::Transcription(n));
+                notify(ctx, message.channel_id, &e.user_text(), &nonce).await;
             }
         }
     }
@@ -203,7 +206,7 @@ async fn download_and_run(
     argv.push(path.to_string_lossy().into_owned());
     let timeout = Duration::from_secs(ctx.config.transcribe_timeout_s);
     let _slot = ctx.transcribe_slots.acquire().await;
-    let out = run_command(super::tool_command(argv, timeout))
+    let out = run_command(tool_command(argv, timeout))
         .await
         .map_err(TranscribeError::Spawn)?;
     if out.timed_out {

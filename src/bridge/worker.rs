@@ -1,34 +1,36 @@
-//! Per-channel workers: messages from one channel are handled in order,
-//! different channels concurrently. A worker exists while its channel has
-//! work and ends when the queue is empty (one thread: the check and the
-//! removal happen without an await in between, so no message is stranded).
-//! The queues and their bounds are in [`super::queue`].
+//! Per-channel workers, the middle of the message path: messages from one
+//! channel are handled in order, different channels concurrently. A worker
+//! exists while its channel has work and ends when the queue is empty (one
+//! thread: the check and the removal happen without an await in between,
+//! so no message is stranded). The queues and their bounds are in
+//! [`super::queue`].
+//!
+//! Exactly once, as far as Discord allows: the agent's reply is put on
+//! record in the outbox before its first part is sent. After a crash, the
+//! next start queues each recorded reply ahead of everything its channel
+//! receives ([`Work::Recorded`]), so the recorded reply is delivered and a
+//! replay of its message finds it processed: the agent does not run again.
+//! A message is done when its processed mark is on disk: only then is its
+//! record removed and may the saved gateway seq move past it.
 
 use super::access::{self, Role};
-use super::agent::run_agent;
+use super::agent::{run_agent, AgentRun};
 use super::counters::Counter;
 use super::ctx::Ctx;
-use super::delivery::{deliver, notify, send_chunks, Outgoing};
+use super::delivery::{self, notify, Plan, Settle};
 use super::inflight::JobGuard;
 use super::intake::{decide, Verdict};
+use super::nonce::{self, Notice};
+use super::outbox::ReplyRecord;
 use super::pairing::{self, code_message, PairingDecision};
-use super::persist::SeqTicket;
+use super::queue::{Job, Work};
 use super::restart::is_restart_command;
 use super::spool::Task;
 use super::transcribe::transcribe_message;
-use crate::offload;
 use crate::protocol::{Message, Snowflake};
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
 use std::rc::Rc;
-
-/// A queued message.
-pub(crate) struct Job {
-    pub message: Message,
-    pub ticket: SeqTicket,
-    pub guard: JobGuard,
-    pub received_unix_ms: u64,
-}
 
 /// Starts the worker of a channel that just got its first queued job.
 pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
@@ -43,29 +45,75 @@ pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
 
 async fn handle(ctx: &Rc<Ctx>, job: Job) {
     let Job {
-        message,
-        ticket,
+        channel,
+        work,
         guard,
-        received_unix_ms,
     } = job;
-    let role = fresh_role(ctx, message.author.id).await;
+    match work {
+        Work::Message {
+            message,
+            ticket,
+            received_unix_ms,
+        } => {
+            if ctx.is_processed(channel, message.id) {
+                // A replay queued while the first copy (or its recorded
+                // reply) was being handled.
+                ctx.counters.bump(Counter::ReplaysSkipped);
+                log::info!(
+                    "message {} was handled meanwhile; skipping its replay",
+                    message.id
+                );
+            } else {
+                let recorded = handle_message(ctx, &message, &guard, received_unix_ms).await;
+                finish(ctx, channel, message.id, recorded).await;
+            }
+            ctx.floor.borrow_mut().end(ticket);
+        }
+        Work::Recorded { message } => {
+            if !ctx.is_processed(channel, message) {
+                deliver_recorded(ctx, channel, message).await;
+            }
+            finish(ctx, channel, message, true).await;
+        }
+    }
+    drop(guard);
+}
+
+/// The end of a message: its processed mark on disk, then its reply record
+/// (if any) removed. If the mark cannot be written, the record stays: the
+/// next start finds it.
+async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: bool) {
+    if ctx.record_processed(channel, message).await && recorded {
+        if let Err(e) = ctx.outbox.remove_reply(channel, message).await {
+            log::warn!("removing a delivered reply's record: {e}");
+        }
+    }
+}
+
+/// Handles one message; true if its reply went through the outbox.
+async fn handle_message(
+    ctx: &Rc<Ctx>,
+    message: &Message,
+    guard: &JobGuard,
+    received_unix_ms: u64,
+) -> bool {
+    let role = ctx.fresh_role(message.author.id).await;
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
-        Verdict::Accept => accept(ctx, &message, &guard, received_unix_ms).await,
+        Verdict::Accept => accept(ctx, message, guard, received_unix_ms).await,
         Verdict::BecomeOwner => {
-            if become_owner(ctx, &message).await {
-                accept(ctx, &message, &guard, received_unix_ms).await;
-            }
+            become_owner(ctx, message).await && accept(ctx, message, guard, received_unix_ms).await
         }
-        Verdict::Pair => pair(ctx, &message).await,
+        Verdict::Pair => {
+            pair(ctx, message).await;
+            false
+        }
         Verdict::Silent(why) => {
             log::debug!("message {} not answered: {why}", message.id);
             refused(ctx);
+            false
         }
     }
-    ctx.mark_processed(message.channel_id, message.id);
-    ctx.floor.borrow_mut().end(ticket);
-    drop(guard);
 }
 
 fn refused(ctx: &Ctx) {
@@ -76,28 +124,6 @@ fn refused(ctx: &Ctx) {
         None,
         "message from a user not allowed",
     );
-}
-
-/// The user's role, re-reading `access.json` first if they look like a
-/// stranger (an approval by `smolcord pair` may have just landed).
-pub(crate) async fn fresh_role(ctx: &Ctx, user: Snowflake) -> Role {
-    let role = ctx.access.borrow().role(user);
-    if role != Role::Stranger {
-        return role;
-    }
-    reread_access(ctx).await;
-    ctx.access.borrow().role(user)
-}
-
-/// Re-reads `access.json` if it changed.
-pub(crate) async fn reread_access(ctx: &Ctx) {
-    let path = access::access_path(&ctx.state_dir);
-    match offload::read_bytes(&path).await {
-        Ok(bytes) => {
-            ctx.access.borrow_mut().apply_reread(&path, bytes);
-        }
-        Err(e) => log::warn!("re-reading access state: {e}"),
-    }
 }
 
 async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
@@ -123,6 +149,7 @@ async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
                 ctx,
                 message.channel_id,
                 "You are now this bot's owner (trust on first use).",
+                &nonce::notice(message.id, Notice::Owner),
             )
             .await;
             true
@@ -143,6 +170,7 @@ async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
 
 async fn pair(ctx: &Ctx, message: &Message) {
     refused(ctx);
+    let pairing_nonce = nonce::notice(message.id, Notice::Pairing);
     let rules = ctx.tunables.pairing;
     let decision = ctx.pairing.borrow_mut().on_stranger(
         message.author.id,
@@ -171,26 +199,27 @@ async fn pair(ctx: &Ctx, message: &Message) {
                 "pairing code issued to user {} (approve with `smolcord pair CODE`)",
                 message.author.id
             );
-            notify(ctx, message.channel_id, &code_message(&code, rules.ttl)).await;
+            let text = code_message(&code, rules.ttl);
+            notify(ctx, message.channel_id, &text, &pairing_nonce).await;
         }
         PairingDecision::Remind(code) => {
-            notify(ctx, message.channel_id, &code_message(&code, rules.ttl)).await;
+            let text = code_message(&code, rules.ttl);
+            notify(ctx, message.channel_id, &text, &pairing_nonce).await;
         }
         PairingDecision::Silent(why) => log::debug!("stranger not answered: {why}"),
     }
 }
 
-async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_unix_ms: u64) {
+/// Hands an accepted message to the agent (or the spool) and delivers the
+/// reply; true if the reply went through the outbox.
+async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_unix_ms: u64) -> bool {
     ctx.counters.bump(Counter::MessagesHandled);
     let what = format!("message {} in channel {}", message.id, message.channel_id);
     if is_restart_command(&message.content) {
-        notify(
-            ctx,
-            message.channel_id,
-            "Only the owner can restart the bridge.",
-        )
-        .await;
-        return;
+        let nonce = nonce::notice(message.id, Notice::RestartRefused);
+        let text = "Only the owner can restart the bridge.";
+        notify(ctx, message.channel_id, text, &nonce).await;
+        return false;
     }
     let (transcripts, _failed) = if message.audio_attachments().next().is_some() {
         guard.stage(format!("{what}: transcribing"));
@@ -202,40 +231,23 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
         log::debug!("{what}: nothing to hand to the agent");
-        return;
+        return false;
     }
     match ctx.config.agent_cmd.clone() {
         Some(argv) => {
             guard.stage(format!("{what}: agent running"));
             let run = run_agent(ctx, argv, &task).await;
             guard.stage(format!("{what}: delivering the reply"));
-            match run.reply {
-                Ok(reply) => {
-                    let _ = deliver(
-                        ctx,
-                        Outgoing {
-                            id: &task.id,
-                            channel: task.channel_id,
-                            content: &reply.text,
-                            note: reply.cut_note.as_deref(),
-                            placeholder: run.placeholder.as_deref(),
-                            archive_delivered: false,
-                            source: None,
-                        },
-                    )
-                    .await;
-                }
-                Err(notice) => {
-                    if let Err(e) =
-                        send_chunks(ctx, task.channel_id, &notice, run.placeholder.as_deref()).await
-                    {
-                        log::warn!("telling the user the agent failed: {}", e.error);
-                    }
-                }
-            }
+            let record = reply_record(message, run);
+            // On record before the first part goes out.
+            delivery::save(ctx, &record).await;
+            deliver_reply(ctx, record).await;
+            true
         }
         None => {
             guard.stage(format!("{what}: spooling"));
+            // Same name on every try: a task spooled again after a crash
+            // replaces itself (unless the agent took it meanwhile).
             match ctx.spool.write_task(&task).await {
                 Ok(path) => {
                     ctx.counters.bump(Counter::TasksSpooled);
@@ -250,10 +262,95 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
                         ctx,
                         task.channel_id,
                         "Sorry, your message could not be handed to the agent (the bridge cannot write its spool).",
+                        &nonce::notice(message.id, Notice::SpoolFailed),
                     )
                     .await;
                 }
             }
+            false
         }
+    }
+}
+
+fn reply_record(message: &Message, run: AgentRun) -> ReplyRecord {
+    let (content, note, notice) = match run.reply {
+        Ok(reply) => (reply.text, reply.cut_note, false),
+        Err(notice) => (notice, None, true),
+    };
+    ReplyRecord {
+        channel_id: message.channel_id,
+        message_id: message.id,
+        content,
+        note,
+        notice,
+        placeholder: run.placeholder,
+        sent: Default::default(),
+    }
+}
+
+/// A reply recorded by an earlier run, queued at start-up.
+async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
+    match ctx.outbox.reply(channel, message).await {
+        Ok(Some(record)) => {
+            log::info!(
+                "delivering the reply to message {message} in channel {channel}, recorded before the restart"
+            );
+            deliver_reply(ctx, record).await;
+        }
+        Ok(None) => {}
+        Err(e) => bad_record(ctx, channel, message, e).await,
+    }
+}
+
+/// Sends a recorded reply from where it got, then settles it (fallback and
+/// archive when it failed for good); an agent-failure notice that cannot be
+/// sent is only logged.
+async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
+    let plan = Plan::new(&record.content, record.note.as_deref());
+    let placeholder = record.placeholder.take();
+    let sent = delivery::send(
+        ctx,
+        record.channel_id,
+        &plan,
+        &mut record,
+        placeholder.as_deref(),
+    )
+    .await;
+    if record.notice {
+        if let Err(e) = sent {
+            log::warn!("telling the user the agent failed: {e}");
+        }
+        return;
+    }
+    let id = record.message_id.to_string();
+    let _ = delivery::settle(
+        ctx,
+        Settle {
+            id: &id,
+            channel: record.channel_id,
+            content: &record.content,
+            sent,
+            delivered: &record.sent.message_ids,
+            archive_delivered: false,
+            source: None,
+        },
+    )
+    .await;
+}
+
+/// A reply record that cannot be read (a damaged disk: records are written
+/// atomically) is kept aside for the operator; its message counts as
+/// handled (logged and journalled: the reply is not known).
+async fn bad_record(ctx: &Ctx, channel: Snowflake, message: Snowflake, e: crate::offload::Error) {
+    log::error!("{e}");
+    ctx.reporter.fail(
+        FailureKind::State,
+        "outbox",
+        None,
+        "reply record unreadable",
+    );
+    match ctx.outbox.set_aside_reply(channel, message).await {
+        Ok(aside) => log::error!("moved the unreadable reply record to {}", aside.display()),
+        Err(e) => log::error!("moving the unreadable reply record aside: {e}"),
     }
 }

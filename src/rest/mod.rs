@@ -1,5 +1,6 @@
 //! REST: the few Discord HTTP calls the bridge needs — `GET /gateway/bot`,
-//! open a DM, send / edit a message (with a file: `multipart/form-data`),
+//! open a DM, send / edit a message (with a file: `multipart/form-data`;
+//! with a [`Nonce`] that makes a re-send create nothing new),
 //! typing, attachment download — with
 //! Discord's rate limits (buckets, 429 `retry_after`, the global limit),
 //! retries of 5xx and transport failures, and typed errors carrying
@@ -42,6 +43,7 @@ mod client;
 mod error;
 mod exchange;
 mod multipart;
+mod nonce;
 mod plain;
 mod ratelimit;
 mod split;
@@ -52,6 +54,7 @@ pub use crate::protocol::{GatewayBot, SessionStartLimit};
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
 pub use error::RestError;
 pub use multipart::{Upload, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
+pub use nonce::{Nonce, NONCE_MAX_CHARS};
 pub use plain::plain_get;
 pub use split::{split_message, MESSAGE_LIMIT};
 pub use types::{Channel, Message, MessageAttachment};

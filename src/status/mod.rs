@@ -63,9 +63,44 @@ pub struct StatusSnapshot {
     /// Application counters (the bridge's).
     #[serde(default)]
     pub bridge: serde_json::Value,
-    /// The last gateway sessions, oldest first.
+    /// The last gateway sessions, oldest first (of the first shard).
     #[serde(default)]
     pub sessions: SessionHistory,
+    /// Every shard of a process running several (empty for one): the
+    /// fields above describe the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardLine>,
+}
+
+/// One shard of a set, for the status.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardLine {
+    /// `[shard_id, shard_count]`.
+    pub shard: [u32; 2],
+    /// Whether its gateway session is live.
+    pub connected: bool,
+    /// Fresh sessions it started.
+    pub sessions_started: u64,
+    /// Its resumes.
+    pub resumes: u64,
+    /// Its heartbeat interval.
+    pub heartbeat_interval_ms: Option<u64>,
+    /// Its last heartbeat ACK (unix ms).
+    pub last_ack_unix_ms: Option<u64>,
+}
+
+impl ShardLine {
+    fn healthy(&self, now_ms: u64) -> bool {
+        healthy(self.last_ack_unix_ms, self.heartbeat_interval_ms, now_ms)
+    }
+}
+
+/// Healthy when the last ACK is younger than two heartbeat intervals.
+fn healthy(last_ack_ms: Option<u64>, interval_ms: Option<u64>, now_ms: u64) -> bool {
+    match (last_ack_ms, interval_ms) {
+        (Some(ack), Some(interval)) => now_ms.saturating_sub(ack) < 2 * interval,
+        _ => false,
+    }
 }
 
 fn unix_ms(time: SystemTime) -> u64 {
@@ -99,15 +134,38 @@ impl StatusSnapshot {
             loop_stalls: serde_json::to_value(loopwatch::stalls()).unwrap_or_default(),
             bridge,
             sessions: shard.state.history.clone(),
+            shards: Vec::new(),
         }
     }
 
-    /// Healthy when the last ACK is younger than two heartbeat intervals.
-    pub fn is_healthy(&self, now_ms: u64) -> bool {
-        match (self.last_ack_unix_ms, self.heartbeat_interval_ms) {
-            (Some(ack), Some(interval)) => now_ms.saturating_sub(ack) < 2 * interval,
-            _ => false,
+    /// A snapshot of a set of shards: the first in full, every one as a
+    /// line (none for a set of one).
+    pub fn capture_set(shards: &[ShardStatus], bridge: serde_json::Value) -> StatusSnapshot {
+        let Some(first) = shards.first() else {
+            return StatusSnapshot::default();
+        };
+        let mut snapshot = StatusSnapshot::capture(first, bridge);
+        if shards.len() > 1 {
+            snapshot.shards = shards
+                .iter()
+                .map(|shard| ShardLine {
+                    shard: shard.shard,
+                    connected: shard.connected,
+                    sessions_started: shard.sessions_started,
+                    resumes: shard.resumes,
+                    heartbeat_interval_ms: shard.heartbeat_interval_ms,
+                    last_ack_unix_ms: shard.last_ack.map(unix_ms),
+                })
+                .collect();
         }
+        snapshot
+    }
+
+    /// Healthy when the last ACK is younger than two heartbeat intervals —
+    /// on every shard of a set.
+    pub fn is_healthy(&self, now_ms: u64) -> bool {
+        healthy(self.last_ack_unix_ms, self.heartbeat_interval_ms, now_ms)
+            && self.shards.iter().all(|shard| shard.healthy(now_ms))
     }
 
     /// A readable rendering for `smolcord status`, at most 80 columns.
@@ -175,6 +233,20 @@ mod tests {
         let (s, now) = snapshot(83_000, 41_250);
         assert!(!s.is_healthy(now));
         assert!(!StatusSnapshot::default().is_healthy(now));
+    }
+
+    #[test]
+    fn a_set_is_healthy_only_when_every_shard_is() {
+        let (mut s, now) = snapshot(1000, 41_250);
+        let line = |ack_ago: u64| ShardLine {
+            heartbeat_interval_ms: Some(41_250),
+            last_ack_unix_ms: Some(now - ack_ago),
+            ..ShardLine::default()
+        };
+        s.shards = vec![line(1000), line(2000)];
+        assert!(s.is_healthy(now));
+        s.shards.push(line(90_000));
+        assert!(!s.is_healthy(now));
     }
 
     #[test]

@@ -97,6 +97,29 @@ fn header(out: &mut String, s: &StatusSnapshot, now_ms: u64, charset: Charset) {
             s.duplicates_dropped, s.gaps
         );
     }
+    if !s.shards.is_empty() {
+        let _ = writeln!(
+            out,
+            "  shards              {} in this process (the figures above: the first)",
+            s.shards.len()
+        );
+        for line in &s.shards {
+            let _ = writeln!(
+                out,
+                "    {:>4}/{:<4} {:<10} {:>3} started {:>3} resumed  last ACK {}",
+                line.shard[0],
+                line.shard[1],
+                if line.healthy(now_ms) {
+                    "healthy"
+                } else {
+                    "UNHEALTHY"
+                },
+                line.sessions_started,
+                line.resumes,
+                ago(line.last_ack_unix_ms)
+            );
+        }
+    }
 }
 
 /// The lateness and round-trip charts of one heartbeat summary (the
@@ -443,6 +466,21 @@ mod tests {
             loop_stalls: serde_json::json!({ "bridge-transcribe": { "count": 2, "worst_ms": 130.0 } }),
             bridge: serde_json::json!({ "messages_handled": 12, "replies_delivered": 11, "safe_mode": false }),
             sessions,
+            shards: [
+                (0, Some(NOW - 2_000)),
+                (1, Some(NOW - 30_000)),
+                (15, Some(NOW - 60_000)),
+            ]
+            .into_iter()
+            .map(|(id, ack)| super::super::ShardLine {
+                shard: [id, 16],
+                connected: ack.is_some(),
+                sessions_started: 1,
+                resumes: 10,
+                heartbeat_interval_ms: Some(41_250),
+                last_ack_unix_ms: ack,
+            })
+            .collect(),
         }
     }
 

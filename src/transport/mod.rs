@@ -298,19 +298,20 @@ impl Connection {
 
     /// Closes with `code`, waiting at most `bound` for the close handshake:
     /// a zombied peer never answers, and waiting on it would hang the shard.
-    /// A zero `bound` just drops the connection (a peer that stopped reading
-    /// cannot take a close frame either).
+    /// With a zero `bound` the close frame goes out only if the socket takes
+    /// it at once, and the connection is dropped (a dead peer, or one that
+    /// stopped reading, would only make us wait).
     pub async fn close(mut self, code: u16, bound: Duration) {
+        self.trace.closed(Direction::Out, Some(code));
+        let frame = CloseFrame {
+            code: WsCloseCode::from(code),
+            reason: "".into(),
+        };
         if bound.is_zero() {
-            self.trace.closed(Direction::Out, None);
+            let _ = future::poll_once(self.ws.close(Some(frame))).await;
             return;
         }
-        self.trace.closed(Direction::Out, Some(code));
         let handshake = async {
-            let frame = CloseFrame {
-                code: WsCloseCode::from(code),
-                reason: "".into(),
-            };
             if self.ws.close(Some(frame)).await.is_ok() {
                 // Read until the server's close arrives or the stream ends,
                 // yielding now and then: a peer may flood us meanwhile.

@@ -50,6 +50,7 @@ impl Driver {
             worst_lateness: Duration::ZERO,
         };
         self.abandon = false;
+        self.send_stalled = false;
         self.end = None;
         let outcome = self.drive(&mut connection, session, &mut live).await;
         // Closes the session the history has open (if Identify or Resume
@@ -137,7 +138,7 @@ impl Driver {
         let outcome = self
             .converse(connection, session, live, &mut heartbeat, &mut limiter)
             .await;
-        if self.abandon {
+        if self.send_stalled {
             heartbeat.on_zombie();
         }
         self.account = heartbeat.into_account();
@@ -226,6 +227,7 @@ impl Driver {
             }
             None => {
                 self.abandon = true;
+                self.send_stalled = true;
                 self.end_because(EndReason::Zombie);
                 log::warn!(
                     "a send to the gateway did not finish within {:.1} s: it stopped reading; leaving the connection as a zombie and reconnecting to resume",
@@ -490,6 +492,9 @@ impl Driver {
         if heartbeat.verdict(now, reading) == Verdict::Zombie {
             heartbeat.on_zombie();
             self.end_because(EndReason::Zombie);
+            // A dead peer never answers a close frame: waiting for it
+            // would only delay the resume by the close bound.
+            self.abandon = true;
             let interval = heartbeat.interval().as_secs_f64();
             let reason = match reading {
                 Reading::CaughtUp => format!(

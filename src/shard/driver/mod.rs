@@ -56,9 +56,12 @@ pub(super) struct Driver {
     last_seq: Option<u64>,
     /// Bound on one send on the current connection.
     send_bound: Duration,
-    /// A send timed out: the peer stopped reading, so skip the close
-    /// handshake.
+    /// The peer is not answering (a zombie verdict, or a send that timed
+    /// out): send the close frame if the socket takes it, but do not wait
+    /// for the handshake.
     abandon: bool,
+    /// A send timed out (a zombie the heartbeat did not see; counted as one).
+    send_stalled: bool,
     /// Why the current connection is ending (the first cause seen), for
     /// the session history.
     end: Option<EndReason>,
@@ -83,6 +86,7 @@ impl Driver {
             last_seq,
             send_bound: Duration::from_secs(10),
             abandon: false,
+            send_stalled: false,
             end: None,
         }
     }
