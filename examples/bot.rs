@@ -32,7 +32,11 @@ use std::sync::Arc;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    match smol::block_on(run()) {
+    // smolcord's runtime: this one thread runs the tasks and sleeps in
+    // epoll for their sockets and timers, so an idle bot wakes twice per
+    // heartbeat. `smol::block_on` works as well, at several times the idle
+    // wake-ups (async-io's reactor thread wakes the executor's).
+    match smolcord::rt::block_on(run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("bot: {err}");

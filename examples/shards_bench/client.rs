@@ -2,9 +2,9 @@
 //! shards on one thread, configured as the reference bot (`examples/bot.rs`)
 //! configures it — intents, `GET /gateway/bot` for `max_concurrency`, one
 //! local identify queue — except that the identify window can be shortened
-//! to match a simulator's, and that it blocks on the executor as `smolcord
-//! run` does. Every event is taken and dropped. It runs until the benchmark
-//! ends it.
+//! to match a simulator's, and that it neither answers messages nor waits
+//! for signals: the bare shard set. Every event is taken and dropped. It
+//! runs until the benchmark ends it.
 //!
 //! Environment: `DISCORD_TOKEN`, `SMOLCORD_GATEWAY_URL`, `SMOLCORD_API_BASE`.
 
@@ -36,7 +36,6 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
         while handle.next_event().await.is_ok() {}
         shards.await.map_err(|e| e.to_string())
     });
-    // As `smolcord run` does: smolcord's runtime, one thread that runs the
-    // tasks and sleeps in epoll for their sockets and timers.
+    // As the bot and `smolcord run` do: smolcord's runtime.
     smolcord::rt::block_on(work)
 }
