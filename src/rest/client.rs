@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
+use crate::rt::Timer;
 use serde::de::DeserializeOwned;
 use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;

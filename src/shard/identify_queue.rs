@@ -116,7 +116,7 @@ impl IdentifyQueue for LocalIdentifyQueue {
             let next_allowed = bucket.lock_arc().await;
             if let Some(at) = *next_allowed {
                 if at > Instant::now() {
-                    async_io::Timer::at(at).await;
+                    crate::rt::Timer::at(at).await;
                 }
             }
             IdentifyPermit {
@@ -196,7 +196,7 @@ impl IdentifyQueue for RemoteIdentifyQueue {
                     "identify queue {url} {failure}; shard {shard_id} does not identify without it (that is how a fleet burns its daily identify budget): asking again in {:.0} s",
                     wait.as_secs_f64()
                 );
-                async_io::Timer::after(wait).await;
+                crate::rt::Timer::after(wait).await;
             }
         })
     }
