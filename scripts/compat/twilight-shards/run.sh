@@ -3,7 +3,7 @@
 # (release, smolcord's profile for all), then runs examples/shards_bench
 # with all three columns; extra arguments go to the benchmark.
 #
-#   scripts/compat/twilight-shards/run.sh                  # 3 rounds, ~45 min
+#   scripts/compat/twilight-shards/run.sh                  # 3 rounds, ~40 min
 #   scripts/compat/twilight-shards/run.sh --rounds 1 --heartbeat-ms 5000
 #   TWILIGHT_SHARDS_BUILD_ONLY=1 scripts/compat/twilight-shards/run.sh
 #
