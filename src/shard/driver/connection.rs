@@ -367,7 +367,7 @@ impl Driver {
                 let command = async {
                     if commands_open {
                         match self.shard.commands.recv().await {
-                            Ok((_, json)) => Wake::Command(json),
+                            Ok(json) => Wake::Command(json),
                             Err(_) => future::pending().await,
                         }
                     } else if opened {

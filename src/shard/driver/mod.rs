@@ -163,14 +163,16 @@ impl Driver {
                     .max_message_bytes
                     .unwrap_or_else(|| max_message_bytes_for(config.intents)),
             );
-            let connected = Connection::connect(
+            // Boxed: the handshake's state (≈ 10 KB with TLS) lives only while
+            // connecting; inline it would size every shard's task for good.
+            let connected = Box::pin(Connection::connect(
                 &url,
                 config.compress,
                 config.connect_timeout,
                 limits,
                 USER_AGENT,
                 WireTrace::client(Some(config.token.clone())),
-            )
+            ))
             .await;
             let connection = match connected {
                 Ok(connection) => connection,
