@@ -200,7 +200,7 @@ impl Driver {
                 Outcome::Shutdown => return self.stopped(),
                 Outcome::Fatal(code) => {
                     self.pass_start();
-                    let error = ShardError::fatal(code);
+                    let error = ShardError::fatal(code, self.shard.config.shard);
                     log::error!("{error}");
                     self.shard.events.push_notice(Err(error.clone()));
                     return Err(error);

@@ -1,0 +1,80 @@
+//! A set of shards against a hostile gateway: one shard refused for good
+//! stops the set with an error naming it.
+#![cfg(feature = "sim")]
+
+mod support;
+
+use smolcord::rest::RestClient;
+use smolcord::shard::{ShardConfig, ShardError, ShardSet};
+use smolcord::sim::{SimConfig, Simulator};
+use std::time::Duration;
+use support::shard::*;
+use support::wait::*;
+
+const WINDOW: Duration = Duration::from_millis(1000);
+
+fn sim(max_concurrency: u32, window: Duration) -> Simulator {
+    Simulator::start(SimConfig {
+        heartbeat_interval: Duration::from_millis(1000),
+        command_limit: 100_000,
+        enforce_identify_concurrency: true,
+        identify_window: window,
+        session_start_limit: smolcord::sim::SessionStartLimit {
+            max_concurrency,
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .expect("simulator starts")
+}
+
+fn set_config(sim: &Simulator, window: Duration) -> ShardConfig {
+    let mut config = shard_config(sim);
+    config.identify_window = window;
+    let rest = RestClient::new(&sim.api_base(), sim.config().token.clone());
+    config.gateway_info = Some(rest.gateway_info_source());
+    config
+}
+
+/// Runs `set` to its end beside `body` (which must end it) on one thread,
+/// all within `limit`: the set's result and the body's.
+fn run_set_to_end<T>(
+    set: ShardSet,
+    limit: Duration,
+    body: impl std::future::Future<Output = T>,
+) -> (Result<(), ShardError>, T) {
+    support::logs::capture();
+    let ex = smol::LocalExecutor::new();
+    let driver = ex.spawn(set.run());
+    smol::block_on(ex.run(within("the set", limit, async {
+        let out = body.await;
+        (driver.await, out)
+    })))
+}
+
+#[test]
+fn one_shard_refused_for_good_stops_the_set_with_an_error_naming_it() {
+    let sim = sim(3, WINDOW);
+    // Shard 2 of 2 does not exist: the gateway closes 4010 for it alone;
+    // shards 0 and 1 are accepted.
+    let (set, handle) = ShardSet::new(set_config(&sim, WINDOW), 0..=2, 2, |_| Default::default());
+    let events = handle.clone();
+    let (result, first_error) = run_set_to_end(set, SOON, async move {
+        loop {
+            if let Err(err) = events.next_event().await {
+                break err;
+            }
+        }
+    });
+    let err = result.expect_err("the set ends with the fatal close");
+    assert!(
+        matches!(err, ShardError::Fatal { code: 4010, .. }),
+        "{err:?}"
+    );
+    assert_eq!(first_error, err);
+    // An operator running shards 0-7 must learn which one was refused.
+    assert!(err.to_string().contains("shard 2"), "{err}");
+    for status in handle.statuses() {
+        assert!(!status.connected, "{:?}", status.shard);
+    }
+}
