@@ -1,11 +1,12 @@
 //! A set of shards against a hostile gateway: one shard refused for good
-//! stops the set with an error naming it.
+//! stops the set with an error naming it; shutdown ends a set whose
+//! consumer stopped reading with a dispatch held.
 #![cfg(feature = "sim")]
 
 mod support;
 
 use smolcord::rest::RestClient;
-use smolcord::shard::{ShardConfig, ShardError, ShardSet};
+use smolcord::shard::{QueueLimits, ShardConfig, ShardError, ShardSet};
 use smolcord::sim::{SimConfig, Simulator};
 use std::time::Duration;
 use support::shard::*;
@@ -77,4 +78,28 @@ fn one_shard_refused_for_good_stops_the_set_with_an_error_naming_it() {
     for status in handle.statuses() {
         assert!(!status.connected, "{:?}", status.shard);
     }
+}
+
+#[test]
+fn shutdown_ends_a_set_whose_consumer_stopped_reading() {
+    let sim = sim(2, WINDOW);
+    let mut config = set_config(&sim, WINDOW);
+    // Room for one dispatch: the second shard's READY is held.
+    config.queue = QueueLimits {
+        max_events: 1,
+        max_bytes: 1 << 20,
+    };
+    let (set, handle) = ShardSet::new(config, 0..=1, 2, |_| Default::default());
+    let events = handle.clone();
+    let (result, ()) = run_set_to_end(set, SOON, async move {
+        wait_until("both sessions READY, one of them queued", SOON, || {
+            (events.statuses().iter().all(|s| s.connected) && events.queued_events() == 1)
+                .then_some(())
+        })
+        .await;
+        // The consumer is done (as the bridge is when it stops) and reads
+        // nothing more.
+        events.shutdown();
+    });
+    assert_eq!(result, Ok(()));
 }

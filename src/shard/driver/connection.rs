@@ -52,7 +52,7 @@ impl Driver {
         self.abandon = false;
         self.send_stalled = false;
         self.end = None;
-        let outcome = self.drive(&mut connection, session, &mut live).await;
+        let mut outcome = self.drive(&mut connection, session, &mut live).await;
         // Closes the session the history has open (if Identify or Resume
         // went out on this connection; otherwise there is none). Every way
         // out of a session notes its cause; `Unknown` would be a path missed.
@@ -63,12 +63,31 @@ impl Driver {
             .ended(reason, live.beats, live.worst_lateness, unix_ms());
         if let Some((Ok(ShardEvent::Dispatch(dispatch)), bytes)) = live.held.take() {
             // Already counted as delivered (its seq is our resume point):
-            // hand it over before anything of the next connection.
-            self.shard.events.room_for(bytes).await;
-            let _ = self
-                .shard
-                .events
-                .try_push(Ok(ShardEvent::Dispatch(dispatch)), bytes);
+            // hand it over before anything of the next connection. When
+            // stopping, do not wait for room: a consumer that is done (a
+            // bridge shutting down) never makes any, and the set would
+            // never end nor the close frame go out.
+            let stopping = matches!(outcome, Outcome::Shutdown)
+                || future::or(
+                    async {
+                        self.shard.events.room_for(bytes).await;
+                        false
+                    },
+                    async {
+                        let _ = self.shard.shutdown.recv().await;
+                        true
+                    },
+                )
+                .await;
+            let item = Ok(ShardEvent::Dispatch(dispatch));
+            if stopping {
+                self.shard.events.push_over(item, bytes);
+                if !matches!(outcome, Outcome::Fatal(_)) {
+                    outcome = Outcome::Shutdown;
+                }
+            } else {
+                let _ = self.shard.events.try_push(item, bytes);
+            }
         }
         // Every close is resumable (4000): 1000/1001 would end the session.
         let close_timeout = if self.abandon {
