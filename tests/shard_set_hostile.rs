@@ -1,6 +1,7 @@
 //! A set of shards against a hostile gateway: one shard refused for good
 //! stops the set with an error naming it; shutdown ends a set whose
-//! consumer stopped reading with a dispatch held.
+//! consumer stopped reading with a dispatch held, and while a silent
+//! gateway holds the connect or the Hello.
 #![cfg(feature = "sim")]
 
 mod support;
@@ -8,7 +9,9 @@ mod support;
 use smolcord::rest::RestClient;
 use smolcord::shard::{QueueLimits, ShardConfig, ShardError, ShardSet};
 use smolcord::sim::{SimConfig, Simulator};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use support::shard::*;
 use support::wait::*;
 
@@ -102,4 +105,63 @@ fn shutdown_ends_a_set_whose_consumer_stopped_reading() {
         events.shutdown();
     });
     assert_eq!(result, Ok(()));
+}
+
+/// A gateway that takes connections and then says nothing: with
+/// `handshake`, it completes the WebSocket handshake but never sends Hello;
+/// without, it never answers the handshake. Counts the connections taken.
+fn silent_gateway(handshake: bool) -> (String, Arc<AtomicUsize>) {
+    let listener = smol::block_on(async_net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let taken = Arc::new(AtomicUsize::new(0));
+    let count = taken.clone();
+    std::thread::spawn(move || {
+        smol::block_on(async move {
+            let mut held = Vec::new();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                if handshake {
+                    let Ok(ws) = async_tungstenite::accept_async(stream).await else {
+                        continue;
+                    };
+                    held.push(Box::new(ws) as Box<dyn std::any::Any>);
+                } else {
+                    held.push(Box::new(stream));
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                changed();
+            }
+        })
+    });
+    (url, taken)
+}
+
+#[test]
+fn shutdown_is_prompt_while_a_silent_gateway_holds_the_connect_or_the_hello() {
+    for (what, handshake) in [("the handshake", false), ("Hello", true)] {
+        let (url, taken) = silent_gateway(handshake);
+        let sim = sim(1, WINDOW);
+        let mut config = set_config(&sim, WINDOW);
+        config.gateway_url = Some(url);
+        // Discord's defaults: 10 s to connect, 30 s for Hello.
+        let (set, handle) = ShardSet::new(config, 0..=1, 2, |_| Default::default());
+        let events = handle.clone();
+        let (result, took) = run_set_to_end(set, SOON * 2, async move {
+            wait_until("a connection taken", SOON, || {
+                (taken.load(Ordering::SeqCst) >= 1).then_some(())
+            })
+            .await;
+            let asked = Instant::now();
+            events.shutdown();
+            while events.next_event().await.is_ok() {}
+            asked.elapsed()
+        });
+        assert_eq!(result, Ok(()), "{what}");
+        assert!(
+            took < Duration::from_secs(3),
+            "waiting for {what}: stopped after {took:?}"
+        );
+    }
 }

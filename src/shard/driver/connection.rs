@@ -110,11 +110,27 @@ impl Driver {
         let hello_timeout = self.shard.config.hello_timeout;
         let deadline = Instant::now() + hello_timeout;
         loop {
-            let message = future::or(async { Some(connection.next_message().await) }, async {
-                Timer::at(deadline).await;
-                None
-            })
+            // A gateway that never says Hello holds this for the whole
+            // Hello bound: shutdown must not wait for it.
+            let message = future::or(
+                async { Some(Some(connection.next_message().await)) },
+                future::or(
+                    async {
+                        Timer::at(deadline).await;
+                        Some(None)
+                    },
+                    async {
+                        let _ = self.shard.shutdown.recv().await;
+                        None
+                    },
+                ),
+            )
             .await;
+            let Some(message) = message else {
+                self.end_because(EndReason::Shutdown);
+                self.pass_start();
+                return Outcome::Shutdown;
+            };
             let Some(message) = message else {
                 log::warn!("no Hello within {hello_timeout:?}; reconnecting");
                 self.pass_start();

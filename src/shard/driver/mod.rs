@@ -163,15 +163,31 @@ impl Driver {
                     .max_message_bytes
                     .unwrap_or_else(|| max_message_bytes_for(config.intents)),
             );
-            let connected = Connection::connect(
-                &url,
-                config.compress,
-                config.connect_timeout,
-                limits,
-                USER_AGENT,
-                WireTrace::client(Some(config.token.clone())),
+            // A gateway that never answers the handshake holds this for the
+            // whole connect bound: shutdown must not wait for it.
+            let connected = future::or(
+                async {
+                    Some(
+                        Connection::connect(
+                            &url,
+                            config.compress,
+                            config.connect_timeout,
+                            limits,
+                            USER_AGENT,
+                            WireTrace::client(Some(config.token.clone())),
+                        )
+                        .await,
+                    )
+                },
+                async {
+                    let _ = self.shard.shutdown.recv().await;
+                    None
+                },
             )
             .await;
+            let Some(connected) = connected else {
+                return self.stopped();
+            };
             let connection = match connected {
                 Ok(connection) => connection,
                 Err(err) => {
