@@ -1,17 +1,18 @@
 //! A set of shards against a hostile gateway: one shard refused for good
 //! stops the set with an error naming it; shutdown ends a set whose
 //! consumer stopped reading with a dispatch held, and while a silent
-//! gateway holds the connect or the Hello.
+//! gateway holds the connect or the Hello, or `GET /gateway/bot` hangs.
 #![cfg(feature = "sim")]
 
 mod support;
 
 use smolcord::rest::RestClient;
 use smolcord::shard::{QueueLimits, ShardConfig, ShardError, ShardSet};
-use smolcord::sim::{SimConfig, Simulator};
+use smolcord::sim::{RestFault, RestFaultKind, SimConfig, Simulator};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::logs::captured;
 use support::shard::*;
 use support::wait::*;
 
@@ -164,4 +165,31 @@ fn shutdown_is_prompt_while_a_silent_gateway_holds_the_connect_or_the_hello() {
             "waiting for {what}: stopped after {took:?}"
         );
     }
+}
+
+#[test]
+fn shutdown_is_prompt_while_get_gateway_bot_hangs() {
+    let sim = sim(1, WINDOW);
+    sim.rest_fault(RestFault {
+        kind: RestFaultKind::Delay(Duration::from_secs(300)),
+        count: 10,
+        path_prefix: Some("/api/v10/gateway/bot".into()),
+    });
+    let (set, handle) = ShardSet::new(set_config(&sim, WINDOW), 0..=1, 2, |_| Default::default());
+    let events = handle.clone();
+    let (result, took) = run_set_to_end(set, SOON * 2, async move {
+        wait_until("GET /gateway/bot asked", SOON, || {
+            captured()
+                .iter()
+                .any(|l| l.contains("sim: REST answer to GET /api/v10/gateway/bot held"))
+                .then_some(())
+        })
+        .await;
+        let asked = Instant::now();
+        events.shutdown();
+        while events.next_event().await.is_ok() {}
+        asked.elapsed()
+    });
+    assert_eq!(result, Ok(()));
+    assert!(took < Duration::from_secs(3), "stopped after {took:?}");
 }

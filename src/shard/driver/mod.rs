@@ -155,7 +155,10 @@ impl Driver {
                 Some(s) if self.resume_url_failures < RESUME_URL_ATTEMPTS => {
                     s.resume_gateway_url.clone()
                 }
-                _ => self.gateway_url().await,
+                _ => match self.gateway_url().await {
+                    Some(url) => url,
+                    None => return self.stopped(),
+                },
             };
             let config = &self.shard.config;
             let limits = Limits::message(
@@ -256,22 +259,37 @@ impl Driver {
     }
 
     /// The base gateway URL: configured, or from `GET /gateway/bot` (cached),
-    /// or Discord's well-known one.
-    async fn gateway_url(&mut self) -> String {
+    /// or Discord's well-known one. `None` if shut down meanwhile.
+    async fn gateway_url(&mut self) -> Option<String> {
         if let Some(url) = &self.base_url {
-            return url.clone();
+            return Some(url.clone());
         }
-        self.refresh_gateway_info().await;
-        self.base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_GATEWAY.to_owned())
+        if !self.refresh_gateway_info().await {
+            return None;
+        }
+        Some(
+            self.base_url
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GATEWAY.to_owned()),
+        )
     }
 
-    async fn refresh_gateway_info(&mut self) {
+    /// Asks `GET /gateway/bot` again. False if shut down meanwhile: a hung
+    /// or rate-limited REST answer can take its whole bound (15 s, or
+    /// longer waiting out a 429), and stopping must not wait for it.
+    async fn refresh_gateway_info(&mut self) -> bool {
         let Some(source) = self.shard.config.gateway_info.clone() else {
-            return;
+            return true;
         };
-        match source().await {
+        let answer = future::or(async { Some(source().await) }, async {
+            let _ = self.shard.shutdown.recv().await;
+            None
+        })
+        .await;
+        let Some(answer) = answer else {
+            return false;
+        };
+        match answer {
             Ok(info) => {
                 if self.shard.config.gateway_url.is_none() {
                     self.base_url = Some(info.url);
@@ -285,11 +303,14 @@ impl Driver {
             }
             Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
         }
+        true
     }
 
     /// Waits as the identify budget requires. False if shut down meanwhile.
     async fn identify_gate(&mut self) -> bool {
-        self.refresh_gateway_info().await;
+        if !self.refresh_gateway_info().await {
+            return false;
+        }
         let plan = lock(&self.shard.budget).plan(unix_ms(), self.remote_limit);
         match plan.pressure {
             Pressure::Normal => {}
