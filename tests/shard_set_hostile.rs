@@ -7,7 +7,9 @@
 mod support;
 
 use smolcord::rest::RestClient;
-use smolcord::shard::{QueueLimits, ShardConfig, ShardError, ShardSet};
+use smolcord::shard::{
+    Backoff, QueueLimits, Session, SessionState, ShardConfig, ShardError, ShardEvent, ShardSet,
+};
 use smolcord::sim::{RestFault, RestFaultKind, SimConfig, Simulator};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -192,4 +194,97 @@ fn shutdown_is_prompt_while_get_gateway_bot_hangs() {
     });
     assert_eq!(result, Ok(()));
     assert!(took < Duration::from_secs(3), "stopped after {took:?}");
+}
+
+/// A gateway that says Hello and answers every Resume with op 9 `true`
+/// ("resumable": try again). Counts its connections.
+fn resume_refusing_gateway() -> (String, Arc<AtomicUsize>) {
+    use async_tungstenite::tungstenite::Message;
+    use futures_lite::StreamExt;
+    let listener = smol::block_on(async_net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    let url = format!("ws://{}/", listener.local_addr().unwrap());
+    let taken = Arc::new(AtomicUsize::new(0));
+    let count = taken.clone();
+    std::thread::spawn(move || {
+        let ex = smol::LocalExecutor::new();
+        smol::block_on(ex.run(async {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                count.fetch_add(1, Ordering::SeqCst);
+                changed();
+                ex.spawn(async move {
+                    let Ok(mut ws) = async_tungstenite::accept_async(stream).await else {
+                        return;
+                    };
+                    let hello = r#"{"op":10,"d":{"heartbeat_interval":41250},"s":null,"t":null}"#;
+                    if ws.send(Message::text(hello)).await.is_err() {
+                        return;
+                    }
+                    while let Some(Ok(message)) = ws.next().await {
+                        if let Message::Text(text) = message {
+                            if text.contains(r#""op":6"#) {
+                                let refusal = r#"{"op":9,"d":true,"s":null,"t":null}"#;
+                                let _ = ws.send(Message::text(refusal)).await;
+                            }
+                        }
+                    }
+                })
+                .detach();
+            }
+        }))
+    });
+    (url, taken)
+}
+
+#[test]
+fn a_gateway_refusing_every_resume_gets_backoff_not_a_reconnect_storm() {
+    let (url, taken) = resume_refusing_gateway();
+    let sim = sim(2, WINDOW);
+    let mut config = set_config(&sim, WINDOW);
+    config.backoff = Backoff::default();
+    // Shard 0 has a session to resume on the hostile gateway; shard 1
+    // identifies on the simulator.
+    let (set, handle) = ShardSet::new(config, 0..=1, 2, |id| SessionState {
+        session: (id == 0).then(|| Session {
+            session_id: "hostile".into(),
+            seq: 1,
+            resume_gateway_url: url.clone(),
+        }),
+        ..Default::default()
+    });
+    let events = handle.clone();
+    let (result, (storm, beats)) = run_set_to_end(set, SOON * 2, async move {
+        wait_until("shard 0 connected", SOON, || {
+            (taken.load(Ordering::SeqCst) >= 1).then_some(())
+        })
+        .await;
+        // Two seconds of shard 0 being refused, shard 1 beating every second.
+        let start = Instant::now();
+        let mut beats = 0;
+        while start.elapsed() < Duration::from_secs(2) {
+            let next = futures_lite::future::or(async { Some(events.next_event().await) }, async {
+                async_io::Timer::at(start + Duration::from_secs(2)).await;
+                None
+            })
+            .await;
+            if let Some(Ok((1, ShardEvent::Heartbeat(_)))) = next {
+                beats += 1;
+            }
+        }
+        let storm = taken.load(Ordering::SeqCst);
+        events.shutdown();
+        while events.next_event().await.is_ok() {}
+        (storm, beats)
+    });
+    assert_eq!(result, Ok(()));
+    // With Discord's backoff (1 s, doubling) a handful; without, hundreds.
+    assert!(
+        storm <= 5,
+        "{storm} connections in 2 s (shard 1 beat {beats} times, {} late)",
+        sim.stats().totals.late_heartbeats
+    );
+    assert!(beats >= 1, "shard 1 beat {beats} times");
+    assert_eq!(sim.stats().totals.late_heartbeats, 0);
 }

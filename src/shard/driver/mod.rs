@@ -224,8 +224,18 @@ impl Driver {
                     self.shard.events.push_notice(Err(error.clone()));
                     return Err(error);
                 }
-                Outcome::Resume { immediate: true } => Duration::ZERO,
-                Outcome::Resume { immediate: false } => {
+                // Asked to (op 7, op 9 `true`): at once, but only the first
+                // time since the last healthy stretch. A gateway that asks
+                // again and again (before any session got going) would
+                // otherwise have us reconnect as fast as the socket allows:
+                // thousands of connections a second.
+                Outcome::Resume { immediate: true }
+                    if self.shard.config.backoff.attempts() == 0 =>
+                {
+                    self.shard.config.backoff.next_delay();
+                    Duration::ZERO
+                }
+                Outcome::Resume { .. } => {
                     let wait = self.shard.config.backoff.next_delay();
                     if wait >= LOUD_WAIT {
                         log::info!(
