@@ -1,7 +1,9 @@
 //! A set of shards against a hostile gateway: one shard refused for good
 //! stops the set with an error naming it; shutdown ends a set whose
 //! consumer stopped reading with a dispatch held, and while a silent
-//! gateway holds the connect or the Hello, or `GET /gateway/bot` hangs.
+//! gateway holds the connect or the Hello, or `GET /gateway/bot` hangs; a
+//! gateway that refuses every Resume (op 9 true) or closes 4009 after every
+//! Hello gets the backoff, not thousands of connections a second.
 #![cfg(feature = "sim")]
 
 mod support;
@@ -196,9 +198,11 @@ fn shutdown_is_prompt_while_get_gateway_bot_hangs() {
     assert!(took < Duration::from_secs(3), "stopped after {took:?}");
 }
 
-/// A gateway that says Hello and answers every Resume with op 9 `true`
+/// A gateway that says Hello and then, with `close` set, closes with that
+/// code at once; without, answers every Resume with op 9 `true`
 /// ("resumable": try again). Counts its connections.
-fn resume_refusing_gateway() -> (String, Arc<AtomicUsize>) {
+fn refusing_gateway(close: Option<u16>) -> (String, Arc<AtomicUsize>) {
+    use async_tungstenite::tungstenite::protocol::frame::CloseFrame;
     use async_tungstenite::tungstenite::Message;
     use futures_lite::StreamExt;
     let listener = smol::block_on(async_net::TcpListener::bind("127.0.0.1:0")).unwrap();
@@ -222,6 +226,14 @@ fn resume_refusing_gateway() -> (String, Arc<AtomicUsize>) {
                     if ws.send(Message::text(hello)).await.is_err() {
                         return;
                     }
+                    if let Some(code) = close {
+                        let frame = CloseFrame {
+                            code: code.into(),
+                            reason: "".into(),
+                        };
+                        let _ = ws.close(Some(frame)).await;
+                        return;
+                    }
                     while let Some(Ok(message)) = ws.next().await {
                         if let Message::Text(text) = message {
                             if text.contains(r#""op":6"#) {
@@ -240,7 +252,7 @@ fn resume_refusing_gateway() -> (String, Arc<AtomicUsize>) {
 
 #[test]
 fn a_gateway_refusing_every_resume_gets_backoff_not_a_reconnect_storm() {
-    let (url, taken) = resume_refusing_gateway();
+    let (url, taken) = refusing_gateway(None);
     let sim = sim(2, WINDOW);
     let mut config = set_config(&sim, WINDOW);
     config.backoff = Backoff::default();
@@ -287,4 +299,31 @@ fn a_gateway_refusing_every_resume_gets_backoff_not_a_reconnect_storm() {
     );
     assert!(beats >= 1, "shard 1 beat {beats} times");
     assert_eq!(sim.stats().totals.late_heartbeats, 0);
+}
+
+#[test]
+fn a_gateway_closing_4009_after_every_hello_gets_backoff_not_a_reconnect_storm() {
+    // 4009 (session timed out) means "identify afresh": the shard asks
+    // for its turn, reconnects, gets Hello and the close again.
+    let (url, taken) = refusing_gateway(Some(4009));
+    let sim = sim(1, WINDOW);
+    let mut config = set_config(&sim, WINDOW);
+    config.backoff = Backoff::default();
+    config.gateway_url = Some(url);
+    let (set, handle) = ShardSet::new(config, 0..=0, 1, |_| Default::default());
+    let events = handle.clone();
+    let (result, storm) = run_set_to_end(set, SOON * 2, async move {
+        wait_until("shard 0 connected", SOON, || {
+            (taken.load(Ordering::SeqCst) >= 1).then_some(())
+        })
+        .await;
+        // Two seconds of refusals, then the count.
+        async_io::Timer::after(Duration::from_secs(2)).await;
+        let storm = taken.load(Ordering::SeqCst);
+        events.shutdown();
+        while events.next_event().await.is_ok() {}
+        storm
+    });
+    assert_eq!(result, Ok(()));
+    assert!(storm <= 5, "{storm} connections in 2 s");
 }

@@ -249,7 +249,17 @@ impl Driver {
                 Outcome::Reidentify { wait } => {
                     self.set_session(None);
                     self.last_seq = None;
-                    wait
+                    // As for op 7: `wait` alone the first time, the backoff
+                    // too if it happens again before a healthy stretch (a
+                    // gateway closing 4009 after every Hello had us
+                    // reconnect, and ask GET /gateway/bot, ~1000 times a s).
+                    let backoff = &mut self.shard.config.backoff;
+                    if backoff.attempts() == 0 {
+                        backoff.next_delay();
+                        wait
+                    } else {
+                        wait.max(backoff.next_delay())
+                    }
                 }
             };
         }
