@@ -150,3 +150,32 @@ fn a_process_without_shard_0_says_it_bridges_no_dms() {
     bot.terminate();
     assert!(bot.wait(BOUND).success(), "{}", bot.stderr());
 }
+
+#[test]
+fn a_shard_refused_for_good_stops_the_process_with_78_naming_the_shard() {
+    // Discord wants 8 shards: every Identify with a count of 4 gets 4011.
+    let sim = Simulator::start(SimConfig {
+        heartbeat_interval: Duration::from_millis(1000),
+        enabled_privileged_intents: Intents::MESSAGE_CONTENT,
+        required_shards: Some(8),
+        session_start_limit: smolcord::sim::SessionStartLimit {
+            max_concurrency: 4,
+            ..Default::default()
+        },
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let state = tempfile::tempdir().unwrap();
+    let mut bot = start(&sim, state.path(), "[0, 3, 4]");
+    let status = bot.wait(BOUND);
+    let stderr = bot.stderr();
+    assert_eq!(status.code(), Some(78), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("smolcord: ")
+            && last.contains("sharding required (4011)")
+            && last.contains(" on shard ")
+            && last.contains(" of 4"),
+        "{stderr}"
+    );
+}

@@ -406,6 +406,12 @@ fn malformed_frames_are_skipped_not_fatal() {
     run_local(shard_config(&sim), |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
         sim.fault(Fault::Malformed);
+        // The simulator's connection may write a dispatch queued after the
+        // fault before it, so the DM goes out once the bad frame was read.
+        wait_until("the malformed frame read", SOON, || {
+            (handle.status().malformed_frames == 1).then_some(())
+        })
+        .await;
         sim.send_dm(7, "bob", "still here");
         let message: Message = wait_dispatch(&handle, "MESSAGE_CREATE")
             .await

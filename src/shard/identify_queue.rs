@@ -74,8 +74,45 @@ impl Drop for BucketTurn {
 /// The in-process queue: one identify per bucket per `window`.
 pub struct LocalIdentifyQueue {
     window: Duration,
+    buckets: Mutex<Buckets>,
+}
+
+type Slot = Arc<AsyncMutex<Option<Instant>>>;
+
+struct Buckets {
     /// One slot per bucket: when its next identify may go.
-    buckets: Mutex<Vec<Arc<AsyncMutex<Option<Instant>>>>>,
+    slots: Vec<Slot>,
+    /// A `max_concurrency` not applied yet: a slot was held or waited for.
+    pending: Option<usize>,
+}
+
+impl Buckets {
+    /// Applies a pending `max_concurrency` once no shard holds or waits for
+    /// a slot. Replacing slots in use would let a held one's window end
+    /// unseen (its release writes to a slot no one asks any more) and leave
+    /// its waiters in a line of their own beside the new slots: two
+    /// identifies in one bucket at once. Meanwhile the old slots are kept,
+    /// which going from the default single bucket to more is only stricter.
+    fn settle(&mut self) {
+        let Some(wanted) = self.pending else {
+            return;
+        };
+        // A pending permit and a held turn each keep a clone of their slot.
+        if self.slots.iter().any(|slot| Arc::strong_count(slot) > 1) {
+            return;
+        }
+        // Every new slot waits out the longest window still running, so a
+        // change never lets an identify through early.
+        let busy_until = self
+            .slots
+            .iter()
+            .filter_map(|slot| slot.try_lock().and_then(|next| *next))
+            .max();
+        self.slots = (0..wanted)
+            .map(|_| Arc::new(AsyncMutex::new(busy_until)))
+            .collect();
+        self.pending = None;
+    }
 }
 
 impl LocalIdentifyQueue {
@@ -83,14 +120,17 @@ impl LocalIdentifyQueue {
     pub fn new(window: Duration) -> LocalIdentifyQueue {
         LocalIdentifyQueue {
             window,
-            buckets: Mutex::new(vec![Arc::new(AsyncMutex::new(None))]),
+            buckets: Mutex::new(Buckets {
+                slots: vec![Arc::new(AsyncMutex::new(None))],
+                pending: None,
+            }),
         }
     }
 
     /// Holds every bucket until `window` after `last` (an identify made
     /// before this process started, from the persisted history).
     pub fn after_identify_at(self, last: Instant) -> LocalIdentifyQueue {
-        for bucket in self.lock().iter() {
+        for bucket in self.lock().slots.iter() {
             if let Some(mut next) = bucket.try_lock() {
                 *next = Some(last + self.window);
             }
@@ -98,7 +138,7 @@ impl LocalIdentifyQueue {
         self
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<AsyncMutex<Option<Instant>>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Buckets> {
         self.buckets.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -106,8 +146,9 @@ impl LocalIdentifyQueue {
 impl IdentifyQueue for LocalIdentifyQueue {
     fn permit(&self, shard_id: u32) -> BoxFuture<IdentifyPermit> {
         let bucket = {
-            let buckets = self.lock();
-            buckets[shard_id as usize % buckets.len()].clone()
+            let mut buckets = self.lock();
+            buckets.settle();
+            buckets.slots[shard_id as usize % buckets.slots.len()].clone()
         };
         let window = self.window;
         Box::pin(async move {
@@ -131,17 +172,8 @@ impl IdentifyQueue for LocalIdentifyQueue {
     fn set_max_concurrency(&self, max_concurrency: u32) {
         let wanted = max_concurrency.max(1) as usize;
         let mut buckets = self.lock();
-        if buckets.len() != wanted {
-            // Every new bucket waits out the longest window still running,
-            // so a change never lets an identify through early.
-            let busy_until = buckets
-                .iter()
-                .filter_map(|b| b.try_lock().and_then(|next| *next))
-                .max();
-            *buckets = (0..wanted)
-                .map(|_| Arc::new(AsyncMutex::new(busy_until)))
-                .collect();
-        }
+        buckets.pending = (buckets.slots.len() != wanted).then_some(wanted);
+        buckets.settle();
     }
 }
 
@@ -242,6 +274,51 @@ mod tests {
         future::block_on(async {
             let _held = queue.permit(0).await;
             assert!(future::poll_once(queue.permit(0)).await.is_none());
+        });
+    }
+
+    #[test]
+    fn a_new_max_concurrency_does_not_forget_a_bucket_in_use() {
+        // Shard 0 holds the one bucket of the default queue when `GET
+        // /gateway/bot` (which failed for it) answers another shard: 2.
+        let queue = LocalIdentifyQueue::new(200 * MS);
+        future::block_on(async {
+            let held = queue.permit(0).await;
+            queue.set_max_concurrency(2);
+            drop(held); // shard 0's Identify is sent
+            let released = Instant::now();
+            drop(queue.permit(2).await); // bucket 0, like shard 0
+            assert!(released.elapsed() >= 190 * MS, "{:?}", released.elapsed());
+        });
+    }
+
+    #[test]
+    fn a_new_max_concurrency_does_not_strand_a_waiting_shard() {
+        let queue = LocalIdentifyQueue::new(200 * MS);
+        future::block_on(async {
+            let held = queue.permit(0).await;
+            // Shard 2 waits behind shard 0 when the count changes.
+            let mut waiting = queue.permit(2);
+            assert!(future::poll_once(&mut waiting).await.is_none());
+            queue.set_max_concurrency(2);
+            drop(held);
+            let released = Instant::now();
+            // Shard 4 asks later but may not pass shard 2 or the window.
+            let (second, third) = future::zip(
+                async {
+                    drop(waiting.await);
+                    Instant::now()
+                },
+                async {
+                    drop(queue.permit(4).await);
+                    Instant::now()
+                },
+            )
+            .await;
+            let first = second.min(third) - released;
+            let gap = second.max(third) - second.min(third);
+            assert!(first >= 190 * MS, "first after {first:?}");
+            assert!(gap >= 190 * MS, "gap {gap:?}");
         });
     }
 

@@ -235,11 +235,14 @@ pub enum ShardError {
 }
 
 impl ShardError {
-    fn fatal(code: CloseCode) -> ShardError {
+    /// `code` closed shard `[id, count]`. The message names the shard: in
+    /// a set one shard's refusal stops them all, and "invalid shard" alone
+    /// does not say which of them to look at.
+    fn fatal(code: CloseCode, [id, count]: [u32; 2]) -> ShardError {
         let advice = code.advice().unwrap_or("see Discord's close code table");
         ShardError::Fatal {
             code: code.0,
-            message: format!("{code}: {advice}"),
+            message: format!("{code} on shard {id} of {count}: {advice}"),
         }
     }
 }

@@ -151,6 +151,23 @@ impl Producer {
         Ok(())
     }
 
+    /// Queues a dispatch whether or not it fits: the one a driver held
+    /// when it was told to stop, since a consumer that stopped reading
+    /// never makes room and stopping must not wait on it. One per shard.
+    pub(crate) fn push_over(&self, item: EventItem, bytes: usize) {
+        let mut state = self.shared.lock();
+        state.dispatches += 1;
+        state.bytes += bytes;
+        state.entries.push_back(Entry {
+            shard: self.shard,
+            item,
+            bytes,
+            dispatch: true,
+        });
+        drop(state);
+        self.shared.pushed.notify(1);
+    }
+
     /// Waits until a dispatch of `bytes` would fit.
     pub(crate) async fn room_for(&self, bytes: usize) {
         loop {

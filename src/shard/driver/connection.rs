@@ -52,7 +52,7 @@ impl Driver {
         self.abandon = false;
         self.send_stalled = false;
         self.end = None;
-        let outcome = self.drive(&mut connection, session, &mut live).await;
+        let mut outcome = self.drive(&mut connection, session, &mut live).await;
         // Closes the session the history has open (if Identify or Resume
         // went out on this connection; otherwise there is none). Every way
         // out of a session notes its cause; `Unknown` would be a path missed.
@@ -63,12 +63,31 @@ impl Driver {
             .ended(reason, live.beats, live.worst_lateness, unix_ms());
         if let Some((Ok(ShardEvent::Dispatch(dispatch)), bytes)) = live.held.take() {
             // Already counted as delivered (its seq is our resume point):
-            // hand it over before anything of the next connection.
-            self.shard.events.room_for(bytes).await;
-            let _ = self
-                .shard
-                .events
-                .try_push(Ok(ShardEvent::Dispatch(dispatch)), bytes);
+            // hand it over before anything of the next connection. When
+            // stopping, do not wait for room: a consumer that is done (a
+            // bridge shutting down) never makes any, and the set would
+            // never end nor the close frame go out.
+            let stopping = matches!(outcome, Outcome::Shutdown)
+                || future::or(
+                    async {
+                        self.shard.events.room_for(bytes).await;
+                        false
+                    },
+                    async {
+                        let _ = self.shard.shutdown.recv().await;
+                        true
+                    },
+                )
+                .await;
+            let item = Ok(ShardEvent::Dispatch(dispatch));
+            if stopping {
+                self.shard.events.push_over(item, bytes);
+                if !matches!(outcome, Outcome::Fatal(_)) {
+                    outcome = Outcome::Shutdown;
+                }
+            } else {
+                let _ = self.shard.events.try_push(item, bytes);
+            }
         }
         // Every close is resumable (4000): 1000/1001 would end the session.
         let close_timeout = if self.abandon {
@@ -91,11 +110,27 @@ impl Driver {
         let hello_timeout = self.shard.config.hello_timeout;
         let deadline = Instant::now() + hello_timeout;
         loop {
-            let message = future::or(async { Some(connection.next_message().await) }, async {
-                Timer::at(deadline).await;
-                None
-            })
+            // A gateway that never says Hello holds this for the whole
+            // Hello bound: shutdown must not wait for it.
+            let message = future::or(
+                async { Some(Some(connection.next_message().await)) },
+                future::or(
+                    async {
+                        Timer::at(deadline).await;
+                        Some(None)
+                    },
+                    async {
+                        let _ = self.shard.shutdown.recv().await;
+                        None
+                    },
+                ),
+            )
             .await;
+            let Some(message) = message else {
+                self.end_because(EndReason::Shutdown);
+                self.pass_start();
+                return Outcome::Shutdown;
+            };
             let Some(message) = message else {
                 log::warn!("no Hello within {hello_timeout:?}; reconnecting");
                 self.pass_start();

@@ -155,7 +155,10 @@ impl Driver {
                 Some(s) if self.resume_url_failures < RESUME_URL_ATTEMPTS => {
                     s.resume_gateway_url.clone()
                 }
-                _ => self.gateway_url().await,
+                _ => match self.gateway_url().await {
+                    Some(url) => url,
+                    None => return self.stopped(),
+                },
             };
             let config = &self.shard.config;
             let limits = Limits::message(
@@ -163,17 +166,26 @@ impl Driver {
                     .max_message_bytes
                     .unwrap_or_else(|| max_message_bytes_for(config.intents)),
             );
-            // Boxed: the handshake's state (≈ 10 KB with TLS) lives only while
+            // A gateway that never answers the handshake holds this for the
+            // whole connect bound: shutdown must not wait for it. Boxed: the
+            // handshake's state (≈ 10 KB with TLS) lives only while
             // connecting; inline it would size every shard's task for good.
-            let connected = Box::pin(Connection::connect(
+            let connect = Box::pin(Connection::connect(
                 &url,
                 config.compress,
                 config.connect_timeout,
                 limits,
                 USER_AGENT,
                 WireTrace::client(Some(config.token.clone())),
-            ))
+            ));
+            let connected = future::or(async { Some(connect.await) }, async {
+                let _ = self.shard.shutdown.recv().await;
+                None
+            })
             .await;
+            let Some(connected) = connected else {
+                return self.stopped();
+            };
             let connection = match connected {
                 Ok(connection) => connection,
                 Err(err) => {
@@ -202,13 +214,23 @@ impl Driver {
                 Outcome::Shutdown => return self.stopped(),
                 Outcome::Fatal(code) => {
                     self.pass_start();
-                    let error = ShardError::fatal(code);
+                    let error = ShardError::fatal(code, self.shard.config.shard);
                     log::error!("{error}");
                     self.shard.events.push_notice(Err(error.clone()));
                     return Err(error);
                 }
-                Outcome::Resume { immediate: true } => Duration::ZERO,
-                Outcome::Resume { immediate: false } => {
+                // Asked to (op 7, op 9 `true`): at once, but only the first
+                // time since the last healthy stretch. A gateway that asks
+                // again and again (before any session got going) would
+                // otherwise have us reconnect as fast as the socket allows:
+                // thousands of connections a second.
+                Outcome::Resume { immediate: true }
+                    if self.shard.config.backoff.attempts() == 0 =>
+                {
+                    self.shard.config.backoff.next_delay();
+                    Duration::ZERO
+                }
+                Outcome::Resume { .. } => {
                     let wait = self.shard.config.backoff.next_delay();
                     if wait >= LOUD_WAIT {
                         log::info!(
@@ -222,7 +244,17 @@ impl Driver {
                 Outcome::Reidentify { wait } => {
                     self.set_session(None);
                     self.last_seq = None;
-                    wait
+                    // As for op 7: `wait` alone the first time, the backoff
+                    // too if it happens again before a healthy stretch (a
+                    // gateway closing 4009 after every Hello had us
+                    // reconnect, and ask GET /gateway/bot, ~1000 times a s).
+                    let backoff = &mut self.shard.config.backoff;
+                    if backoff.attempts() == 0 {
+                        backoff.next_delay();
+                        wait
+                    } else {
+                        wait.max(backoff.next_delay())
+                    }
                 }
             };
         }
@@ -242,22 +274,37 @@ impl Driver {
     }
 
     /// The base gateway URL: configured, or from `GET /gateway/bot` (cached),
-    /// or Discord's well-known one.
-    async fn gateway_url(&mut self) -> String {
+    /// or Discord's well-known one. `None` if shut down meanwhile.
+    async fn gateway_url(&mut self) -> Option<String> {
         if let Some(url) = &self.base_url {
-            return url.clone();
+            return Some(url.clone());
         }
-        self.refresh_gateway_info().await;
-        self.base_url
-            .clone()
-            .unwrap_or_else(|| DEFAULT_GATEWAY.to_owned())
+        if !self.refresh_gateway_info().await {
+            return None;
+        }
+        Some(
+            self.base_url
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GATEWAY.to_owned()),
+        )
     }
 
-    async fn refresh_gateway_info(&mut self) {
+    /// Asks `GET /gateway/bot` again. False if shut down meanwhile: a hung
+    /// or rate-limited REST answer can take its whole bound (15 s, or
+    /// longer waiting out a 429), and stopping must not wait for it.
+    async fn refresh_gateway_info(&mut self) -> bool {
         let Some(source) = self.shard.config.gateway_info.clone() else {
-            return;
+            return true;
         };
-        match source().await {
+        let answer = future::or(async { Some(source().await) }, async {
+            let _ = self.shard.shutdown.recv().await;
+            None
+        })
+        .await;
+        let Some(answer) = answer else {
+            return false;
+        };
+        match answer {
             Ok(info) => {
                 if self.shard.config.gateway_url.is_none() {
                     self.base_url = Some(info.url);
@@ -271,11 +318,14 @@ impl Driver {
             }
             Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
         }
+        true
     }
 
     /// Waits as the identify budget requires. False if shut down meanwhile.
     async fn identify_gate(&mut self) -> bool {
-        self.refresh_gateway_info().await;
+        if !self.refresh_gateway_info().await {
+            return false;
+        }
         let plan = lock(&self.shard.budget).plan(unix_ms(), self.remote_limit);
         match plan.pressure {
             Pressure::Normal => {}
