@@ -68,17 +68,10 @@ impl Driver {
             // bridge shutting down) never makes any, and the set would
             // never end nor the close frame go out.
             let stopping = matches!(outcome, Outcome::Shutdown)
-                || future::or(
-                    async {
-                        self.shard.events.room_for(bytes).await;
-                        false
-                    },
-                    async {
-                        let _ = self.shard.shutdown.recv().await;
-                        true
-                    },
-                )
-                .await;
+                || self
+                    .unless_shutdown(self.shard.events.room_for(bytes))
+                    .await
+                    .is_none();
             let item = Ok(ShardEvent::Dispatch(dispatch));
             if stopping {
                 self.shard.events.push_over(item, bytes);
@@ -112,20 +105,15 @@ impl Driver {
         loop {
             // A gateway that never says Hello holds this for the whole
             // Hello bound: shutdown must not wait for it.
-            let message = future::or(
-                async { Some(Some(connection.next_message().await)) },
-                future::or(
+            let message = self
+                .unless_shutdown(future::or(
+                    async { Some(connection.next_message().await) },
                     async {
                         Timer::at(deadline).await;
-                        Some(None)
-                    },
-                    async {
-                        let _ = self.shard.shutdown.recv().await;
                         None
                     },
-                ),
-            )
-            .await;
+                ))
+                .await;
             let Some(message) = message else {
                 self.end_because(EndReason::Shutdown);
                 self.pass_start();

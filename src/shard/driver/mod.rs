@@ -108,22 +108,20 @@ impl Driver {
         self.status().state.session = session;
     }
 
+    /// `work`'s output, or `None` if shutdown is asked first: every wait
+    /// that may last (a backoff, a turn, a handshake, a REST answer, room in
+    /// the queue) must not hold up stopping.
+    async fn unless_shutdown<T>(&self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        future::or(async { Some(work.await) }, async {
+            let _ = self.shard.shutdown.recv().await;
+            None
+        })
+        .await
+    }
+
     /// Sleeps for `wait` unless shutdown is asked first (returns false then).
     async fn pause(&self, wait: Duration) -> bool {
-        if wait.is_zero() {
-            return true;
-        }
-        future::or(
-            async {
-                Timer::after(wait).await;
-                true
-            },
-            async {
-                let _ = self.shard.shutdown.recv().await;
-                false
-            },
-        )
-        .await
+        wait.is_zero() || self.unless_shutdown(Timer::after(wait)).await.is_some()
     }
 
     pub(super) async fn run(mut self) -> Result<(), ShardError> {
@@ -137,17 +135,7 @@ impl Driver {
                 return self.stopped();
             }
             if let Some((order, index)) = self.shard.start.clone() {
-                let turn = future::or(
-                    async {
-                        order.wait_turn(index).await;
-                        true
-                    },
-                    async {
-                        let _ = self.shard.shutdown.recv().await;
-                        false
-                    },
-                );
-                if !turn.await {
+                if self.unless_shutdown(order.wait_turn(index)).await.is_none() {
                     return self.stopped();
                 }
             }
@@ -178,12 +166,7 @@ impl Driver {
                 USER_AGENT,
                 WireTrace::client(Some(config.token.clone())),
             ));
-            let connected = future::or(async { Some(connect.await) }, async {
-                let _ = self.shard.shutdown.recv().await;
-                None
-            })
-            .await;
-            let Some(connected) = connected else {
+            let Some(connected) = self.unless_shutdown(connect).await else {
                 return self.stopped();
             };
             let connection = match connected {
@@ -296,12 +279,7 @@ impl Driver {
         let Some(source) = self.shard.config.gateway_info.clone() else {
             return true;
         };
-        let answer = future::or(async { Some(source().await) }, async {
-            let _ = self.shard.shutdown.recv().await;
-            None
-        })
-        .await;
-        let Some(answer) = answer else {
+        let Some(answer) = self.unless_shutdown(source()).await else {
             return false;
         };
         match answer {
