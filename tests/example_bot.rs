@@ -7,23 +7,12 @@
 mod support;
 
 use smolcord::sim::{SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use support::binary::Smolcord;
+use support::binary::{example, Smolcord};
 use support::wait::{sim_saw, wait_until_blocking};
 
 const BOUND: Duration = Duration::from_secs(20);
-
-/// `cargo test` builds the examples next to the test binaries' directory.
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let debug = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    debug.join("examples").join(name)
-}
 
 #[test]
 fn the_reference_bot_runs_two_shards_answers_and_stops_cleanly() {

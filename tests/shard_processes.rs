@@ -12,32 +12,15 @@ mod support;
 
 use smolcord::sim::{SessionStartLimit, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use support::binary::Smolcord;
+use support::binary::{example, Smolcord};
 
 /// Shortened from Discord's 5 s; the simulator's slack (a tenth) is then
 /// 200 ms, more than a loaded CI core delays one Identify against the next.
 const WINDOW: Duration = Duration::from_secs(2);
 /// All 16 need 3 windows after the first (4 buckets); the rest is room.
 const BOUND: Duration = Duration::from_secs(30);
-
-/// `cargo test` builds the examples next to the test binaries' directory.
-fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let debug = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    let path = debug.join("examples").join(name);
-    assert!(
-        path.exists(),
-        "{} is missing: `cargo test` builds it, `cargo test --test` alone does not (cargo build --example {name})",
-        path.display()
-    );
-    path
-}
 
 /// The reference bot on `shards` (`FIRST-LAST/COUNT`), asking `queue` before
 /// each identify when given.

@@ -134,20 +134,11 @@ impl Producer {
     /// Queues a dispatch of `bytes` payload bytes if it fits; gives it back
     /// otherwise.
     pub(crate) fn try_push(&self, item: EventItem, bytes: usize) -> Result<(), EventItem> {
-        let mut state = self.shared.lock();
+        let state = self.shared.lock();
         if !self.shared.fits(&state, bytes) {
             return Err(item);
         }
-        state.dispatches += 1;
-        state.bytes += bytes;
-        state.entries.push_back(Entry {
-            shard: self.shard,
-            item,
-            bytes,
-            dispatch: true,
-        });
-        drop(state);
-        self.shared.pushed.notify(1);
+        self.push_locked(state, item, bytes);
         Ok(())
     }
 
@@ -155,7 +146,11 @@ impl Producer {
     /// when it was told to stop, since a consumer that stopped reading
     /// never makes room and stopping must not wait on it. One per shard.
     pub(crate) fn push_over(&self, item: EventItem, bytes: usize) {
-        let mut state = self.shared.lock();
+        self.push_locked(self.shared.lock(), item, bytes);
+    }
+
+    /// Appends a dispatch under the lock the caller checked room with.
+    fn push_locked(&self, mut state: MutexGuard<'_, State>, item: EventItem, bytes: usize) {
         state.dispatches += 1;
         state.bytes += bytes;
         state.entries.push_back(Entry {

@@ -123,3 +123,20 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// An example's binary: `cargo test` builds the examples next to the test
+/// binaries' directory (`cargo test --test NAME` alone does not).
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let debug = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    let path = debug.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: `cargo test` builds it, `cargo test --test` alone does not (cargo build --example {name})",
+        path.display()
+    );
+    path
+}
