@@ -109,7 +109,8 @@ fn a_trace_level_session_leaks_the_token_nowhere() {
         assert_eq!(mode & 0o077, 0, "{} has mode {mode:o}", file.display());
     }
     // The wire-level crates did log (so RUST_LOG reached them), below trace.
-    for expected in [" DEBUG tungstenite", " DEBUG rustls", " DEBUG ureq"] {
+    // rustls is built without its `logging` feature: it says nothing.
+    for expected in [" DEBUG tungstenite", " DEBUG ureq"] {
         assert!(
             stderr.contains(expected),
             "no {expected:?} line: the run proves nothing"

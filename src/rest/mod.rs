@@ -8,8 +8,9 @@
 //!
 //! # Why ureq
 //!
-//! The HTTP stack is [`ureq`] 3 (`default-features = false, features =
-//! ["rustls"]`), run through [`crate::offload::unblock`]:
+//! The HTTP stack is [`ureq`] 3 (`default-features = false`: its TLS is our
+//! connector on the shared rustls config, `tls.rs`), run through
+//! [`crate::offload::unblock`]:
 //! - it is maintained, and shares rustls 0.23 with ring with the gateway's
 //!   TLS, so the binary carries one TLS stack (≈ +230 KB measured, against
 //!   ≈ +280 KB for async-h1, unmaintained since 2023, and ≈ +2 MB for

@@ -3,6 +3,7 @@
 
 use super::client::USER_AGENT;
 use std::time::Duration;
+use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
 /// The most of a plain answer's body read (then dropped): only the status
@@ -17,7 +18,9 @@ pub async fn plain_get(url: String, timeout: Duration) -> Result<u16, String> {
             .user_agent(USER_AGENT)
             .timeout_global(Some(timeout))
             .build();
-        let agent = Agent::new_with_config(config);
+        // The shared TLS connector: an https queue is trusted as the
+        // gateway is (Mozilla's roots plus the operator's extra CA).
+        let agent = Agent::with_parts(config, super::tls::connector(), DefaultResolver::default());
         // ureq blocks; this closure runs on the blocking pool.
         let mut response = agent
             .get(url.as_str())

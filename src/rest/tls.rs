@@ -58,7 +58,9 @@ impl<In: Transport> Connector<In> for SharedTls {
         let name = ServerName::try_from(host)
             .map_err(|_| Error::Tls("the host is not a valid TLS server name"))?
             .to_owned();
-        let mut conn = ClientConnection::new(client_config(), name)?;
+        // As a handshake failure is reported (an io::Error carrying rustls's).
+        let mut conn = ClientConnection::new(client_config(), name)
+            .map_err(|e| Error::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
         let mut socket = TransportAdapter::new(transport.boxed(), details.current_time.clone());
         // The handshake gets the connection's remaining time, counted from
         // here (ureq's own connector counts from the connect's start).
