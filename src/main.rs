@@ -12,7 +12,7 @@ usage:
                                DISCORD_TOKEN is unset, else `run`
   smolcord demo                the demo (embedded gateway simulator)
   smolcord run [--config F]    the bridge against Discord (DISCORD_TOKEN)
-  smolcord sim [--listen ADDR] [--heartbeat-ms N]
+  smolcord sim [--listen ADDR] [--heartbeat-ms N] [--tls-cert F --tls-key F]
                                serve the gateway simulator until Ctrl-C
   smolcord pair CODE [--config F]
                                approve a pairing code
@@ -74,6 +74,8 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
     let mut config = None;
     let mut listen = None;
     let mut heartbeat_ms = None;
+    let mut tls_cert: Option<std::path::PathBuf> = None;
+    let mut tls_key: Option<std::path::PathBuf> = None;
     let mut last = None;
     let mut json = false;
     while let Some(arg) = args.next()? {
@@ -82,6 +84,8 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
             Long("config") => config = Some(args.value()?.into()),
             Long("listen") => listen = Some(args.value()?.parse()?),
             Long("heartbeat-ms") => heartbeat_ms = Some(args.value()?.parse()?),
+            Long("tls-cert") => tls_cert = Some(args.value()?.into()),
+            Long("tls-key") => tls_key = Some(args.value()?.into()),
             Long("last") => last = Some(args.value()?.parse()?),
             Long("json") => json = true,
             Value(value) if subcommand.is_none() => subcommand = Some(value.string()?),
@@ -96,6 +100,11 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
         Some("sim") => Command::Sim {
             listen,
             heartbeat_ms,
+            tls: match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some((cert, key)),
+                (None, None) => None,
+                _ => return Err("--tls-cert and --tls-key go together".into()),
+            },
         },
         Some("pair") => Command::Pair {
             code: positional.ok_or("pair needs the CODE the bot sent")?,

@@ -198,3 +198,58 @@ fn a_ca_file_over_the_cap_is_refused_unread() {
         "{stderr}"
     );
 }
+
+/// `smolcord sim --tls-cert --tls-key` serves wss:// and https:// with the
+/// given certificate: the bridge, trusting its CA, gets to READY.
+#[test]
+fn the_sim_command_serves_tls_from_pem_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("leaf.pem"), dir.path().join("leaf.key"));
+    std::fs::write(&cert, &test_ca().leaf_pem).unwrap();
+    std::fs::write(&key, &test_ca().leaf_key_pem).unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &test_ca().ca_pem).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let args = ["sim", "--listen", &listen, "--tls-cert"];
+    let sim = Smolcord::spawn(
+        &[
+            &args[..],
+            &[cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()],
+        ]
+        .concat(),
+        [("RUST_LOG", "info")],
+    );
+    let serving = format!("gateway  wss://{listen}");
+    support::wait::poll_until(BOUND, || sim.stdout().contains(&serving).then_some(()))
+        .unwrap_or_else(|| panic!("no {serving:?} from `smolcord sim`: {}", sim.stdout()));
+
+    let state = tempfile::tempdir().unwrap();
+    let bridge = Smolcord::spawn(
+        &["run"],
+        [
+            ("DISCORD_TOKEN", DEFAULT_SIM_TOKEN.to_owned()),
+            ("SMOLCORD_GATEWAY_URL", format!("wss://{listen}")),
+            ("SMOLCORD_API_BASE", format!("https://{listen}/api/v10")),
+            ("SMOLCORD_STATE_DIR", state.path().display().to_string()),
+            ("SMOLCORD_CA_FILE", ca_file.display().to_string()),
+        ],
+    );
+    bridge.wait_for_stderr("ready as", BOUND);
+}
+
+#[test]
+fn the_sim_command_wants_both_tls_files() {
+    let mut sim = Smolcord::spawn(&["sim", "--tls-cert", "leaf.pem"], [("RUST_LOG", "info")]);
+    assert_eq!(sim.wait(BOUND).code(), Some(2));
+    assert!(
+        sim.stderr()
+            .contains("--tls-cert and --tls-key go together"),
+        "{}",
+        sim.stderr()
+    );
+}

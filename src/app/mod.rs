@@ -59,6 +59,8 @@ pub enum Command {
         listen: Option<SocketAddr>,
         /// `--heartbeat-ms N`.
         heartbeat_ms: Option<u64>,
+        /// `--tls-cert F --tls-key F`: serve wss:// and https://.
+        tls: Option<(PathBuf, PathBuf)>,
     },
     /// Approve a pairing code.
     Pair {
@@ -133,7 +135,8 @@ pub fn main(command: Command) -> ExitCode {
             Command::Sim {
                 listen,
                 heartbeat_ms,
-            } => sim::run(listen, heartbeat_ms).await,
+                tls,
+            } => sim::run(listen, heartbeat_ms, tls).await,
             Command::Failures { last, config } => {
                 failures::run(last, config.as_deref(), &process_env).await
             }

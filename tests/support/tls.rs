@@ -8,10 +8,13 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsage
 use smolcord::sim::SimTls;
 use std::sync::OnceLock;
 
-/// The CA's PEM (what `SMOLCORD_CA_FILE` names) and the simulator's side.
+/// The CA's PEM (what `SMOLCORD_CA_FILE` names) and the simulator's side
+/// (also as PEM, for `smolcord sim --tls-cert --tls-key`).
 pub struct TestCa {
     pub ca_pem: String,
     pub sim_tls: SimTls,
+    pub leaf_pem: String,
+    pub leaf_key_pem: String,
 }
 
 /// This test binary's CA (made on first use).
@@ -33,11 +36,14 @@ pub fn test_ca() -> &'static TestCa {
         let leaf = leaf_params
             .signed_by(&leaf_key, &ca, &ca_key)
             .expect("leaf certificate");
-        let sim_tls = SimTls::from_pem(leaf.pem().as_bytes(), leaf_key.serialize_pem().as_bytes())
+        let (leaf_pem, leaf_key_pem) = (leaf.pem(), leaf_key.serialize_pem());
+        let sim_tls = SimTls::from_pem(leaf_pem.as_bytes(), leaf_key_pem.as_bytes())
             .expect("the simulator takes the leaf");
         TestCa {
             ca_pem: ca.pem(),
             sim_tls,
+            leaf_pem,
+            leaf_key_pem,
         }
     })
 }
