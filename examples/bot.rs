@@ -68,7 +68,7 @@ async fn run() -> Result<(), String> {
     }
 
     log::info!("running shards {ids:?} of {count}");
-    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default());
+    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
     let ex = smol::LocalExecutor::new();
     ex.run(async {
         let shards = ex.spawn(set.run());

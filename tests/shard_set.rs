@@ -112,7 +112,8 @@ fn identified_shards(sim: &Simulator) -> Vec<u32> {
 fn a_set_identifies_in_bucket_order_at_the_allowed_rate_and_resumes_at_once() {
     let sim = sim(2);
     let rx = sim.subscribe();
-    let (set, handle) = ShardSet::new(set_config(&sim), 0..=5, 6, |_| Default::default());
+    let (set, handle) =
+        ShardSet::new(set_config(&sim), 0..=5, 6, |_| Default::default()).expect("shards exist");
     let events = handle.clone();
     run_sets(vec![(set, handle)], async move {
         let start = Instant::now();
@@ -173,8 +174,8 @@ fn two_processes_on_one_queue_service_never_exceed_the_rate() {
     config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(sim.identify_queue_url())));
     // Two sets with no identify queue of their own in common: they stand
     // for two processes (or hosts) sharing only the queue service.
-    let a = ShardSet::new(config.clone(), 0..=3, 8, |_| Default::default());
-    let b = ShardSet::new(config, 4..=7, 8, |_| Default::default());
+    let a = ShardSet::new(config.clone(), 0..=3, 8, |_| Default::default()).expect("shards exist");
+    let b = ShardSet::new(config, 4..=7, 8, |_| Default::default()).expect("shards exist");
     let (events_a, events_b) = (a.1.clone(), b.1.clone());
     run_sets(vec![a, b], async move {
         futures_lite::future::zip(
@@ -201,7 +202,8 @@ fn a_queue_service_that_is_down_delays_identifies_and_says_so() {
     });
     let mut config = set_config(&sim);
     config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(sim.identify_queue_url())));
-    let (set, handle) = ShardSet::new(config, 0..=0, 1, |_| Default::default());
+    let (set, handle) =
+        ShardSet::new(config, 0..=0, 1, |_| Default::default()).expect("shards exist");
     let events = handle.clone();
     run_sets(vec![(set, handle)], async move {
         let start = Instant::now();

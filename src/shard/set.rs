@@ -12,7 +12,7 @@
 //! # use smolcord::{shard::{ShardConfig, ShardEvent, ShardRange, ShardSet}, token::Token, protocol::Intents};
 //! # smol::block_on(async {
 //! let config = ShardConfig::new(Token::new("…").unwrap(), Intents::GUILD_MESSAGES);
-//! let (set, handle) = ShardSet::new(config, 0..=3, 4, |_| Default::default());
+//! let (set, handle) = ShardSet::new(config, 0..=3, 4, |_| Default::default()).unwrap();
 //! // One thread: the set runs beside its consumer on a local executor.
 //! let ex = smol::LocalExecutor::new();
 //! ex.spawn(set.run()).detach();
@@ -205,12 +205,25 @@ impl ShardSet {
     /// Shards `ids` of `count`, configured like `base` (its `shard` and
     /// `state` are replaced per shard; `state_of(id)` gives each shard's
     /// saved state). The identify budget is the union of the saved ones.
+    ///
+    /// Refuses (naming the id and the count) ids that do not exist — `ids`
+    /// empty, `count` 0, or an id not below `count` — as [`ShardRange::new`]
+    /// does: Discord would close every such shard with 4010, and the set
+    /// with it.
     pub fn new(
         base: ShardConfig,
         ids: RangeInclusive<u32>,
         count: u32,
         mut state_of: impl FnMut(u32) -> SessionState,
-    ) -> (ShardSet, ShardSetHandle) {
+    ) -> Result<(ShardSet, ShardSetHandle), String> {
+        if ids.is_empty() {
+            return Err(format!(
+                "the shard range {}..={} is empty",
+                ids.start(),
+                ids.end()
+            ));
+        }
+        ShardRange::new(*ids.start(), *ids.end(), count)?;
         let states: Vec<(u32, SessionState)> = ids.map(|id| (id, state_of(id))).collect();
         let mut history = IdentifyBudget::default();
         for (_, state) in &states {
@@ -243,13 +256,13 @@ impl ShardSet {
             handles.push(handle);
         }
         drop(producer);
-        (
+        Ok((
             ShardSet { shards },
             ShardSetHandle {
                 events: consumer,
                 shards: handles,
             },
-        )
+        ))
     }
 
     /// Runs every shard until all are shut down (`Ok`), or until one is
@@ -365,6 +378,38 @@ impl fmt::Debug for ShardSetHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Intents;
+    use crate::token::Token;
+
+    #[test]
+    fn a_set_refuses_shards_that_do_not_exist() {
+        let config = ShardConfig::new(Token::new("t").unwrap(), Intents::GUILD_MESSAGES);
+        let set = |ids: RangeInclusive<u32>, count| {
+            ShardSet::new(config.clone(), ids, count, |_| SessionState::default())
+        };
+        for (ids, count, why) in [
+            (
+                0..=4,
+                4,
+                "shard 4 does not exist when there are 4 (ids are 0..=3)",
+            ),
+            (6..=9, 8, "shard 9 does not exist when there are 8"),
+            (0..=0, 0, "the shard count must be at least 1"),
+            (
+                RangeInclusive::new(5, 4),
+                8,
+                "the shard range 5..=4 is empty",
+            ),
+        ] {
+            match set(ids.clone(), count) {
+                Ok(_) => panic!("{ids:?} of {count} accepted"),
+                Err(err) => assert!(err.contains(why), "{ids:?} of {count}: {err}"),
+            }
+        }
+        let (_, handle) = set(4..=7, 8).expect("shards 4-7 of 8 exist");
+        let ids: Vec<[u32; 2]> = handle.statuses().iter().map(|s| s.shard).collect();
+        assert_eq!(ids, [[4, 8], [5, 8], [6, 8], [7, 8]]);
+    }
 
     #[test]
     fn ranges_parse_and_are_checked() {
