@@ -33,10 +33,14 @@ use super::{
 };
 use crate::protocol::Command;
 use event_listener::Event;
+use futures_lite::future;
+use smol::channel::TrySendError;
 use smol::LocalExecutor;
 use std::fmt;
+use std::future::Future;
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 /// Which shards a process runs: config `shards` (`"auto"` or `[first,
 /// last, count]`), environment `SMOLCORD_SHARDS` (`auto` or
@@ -336,12 +340,45 @@ impl ShardSetHandle {
         self.shards.iter().map(ShardHandle::status).collect()
     }
 
-    /// Sends `command` to every shard (a presence update, say).
+    /// Sends `command` to every shard (a presence update, say). A shard
+    /// whose command queue is full (it is not connected, or sends at the
+    /// 120-per-60 s limit) holds up only its own copy: every other shard
+    /// gets it at once. Returns once every shard has it queued (bound the
+    /// call with a timeout if a shard may stay away long);
+    /// `Err(ShardError::Stopped)` if a shard had stopped, after the others
+    /// got it.
     pub async fn send_all(&self, command: Command) -> Result<(), ShardError> {
+        let json = command.to_json().map_err(ShardError::Command)?;
+        let mut stopped = false;
+        let mut full = Vec::new();
         for handle in &self.shards {
-            handle.send(command.clone()).await?;
+            match handle.commands.try_send(json.clone()) {
+                Ok(()) => {}
+                Err(TrySendError::Full(json)) => full.push(Box::pin(handle.commands.send(json))),
+                Err(TrySendError::Closed(_)) => stopped = true,
+            }
         }
-        Ok(())
+        // The full queues are waited on side by side, none behind another.
+        future::poll_fn(|cx| {
+            full.retain_mut(|send| match send.as_mut().poll(cx) {
+                Poll::Ready(sent) => {
+                    stopped |= sent.is_err();
+                    false
+                }
+                Poll::Pending => true,
+            });
+            if full.is_empty() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        if stopped {
+            Err(ShardError::Stopped)
+        } else {
+            Ok(())
+        }
     }
 
     /// Asks every shard to close (resumably) and stop.
