@@ -179,6 +179,15 @@ impl IdentifyQueue for LocalIdentifyQueue {
 
 /// A queue service shared by processes and hosts (twilight-rs/gateway-queue
 /// protocol).
+///
+/// The request waits on the event loop, not on a `blocking` pool thread
+/// ([`crate::rest::plain_get`]), for up to 10 minutes, then is made again.
+/// Why one long request and not short ones made again: gateway-queue
+/// answers in the order asked and skips a request whose client left, so a
+/// shard asking again goes to the back of its bucket's line, behind every
+/// client that waited; and a service that does not notice a client left
+/// spends a window on each abandoned request. Waiting is what the protocol
+/// expects, and on the loop it costs a socket, not a thread.
 pub struct RemoteIdentifyQueue {
     url: String,
 }
