@@ -1,0 +1,49 @@
+//! The remote identify queue (twilight-rs/gateway-queue's protocol) against
+//! a stand-in service whose answers each test decides: a long wait is
+//! reported at warn level, naming shard, bucket and queue (never the
+//! query, which may carry a secret).
+
+mod support;
+
+use futures_lite::future;
+use smolcord::shard::{IdentifyQueue, RemoteIdentifyQueue};
+use std::time::Duration;
+use support::logs::captured;
+use support::queue_server::{Answer, QueueServer};
+use support::wait::*;
+
+#[test]
+fn a_long_wait_is_reported_naming_shard_bucket_and_queue() {
+    let _serial = support::logs::serial();
+    let server = QueueServer::start(|_| Answer::Hold);
+    let queue = RemoteIdentifyQueue::new(format!("{}?token=secret-of-the-queue", server.url))
+        .with_patience(Duration::from_millis(300), Duration::from_millis(300));
+    queue.set_max_concurrency(4);
+    let reports = block_within(SOON * 2, async {
+        let waiting = async {
+            queue.permit(6).await;
+            panic!("the queue never says go here");
+        };
+        let reported = wait_until("two reports of the wait", SOON, || {
+            let reports: Vec<String> = captured()
+                .into_iter()
+                .filter(|line| line.starts_with("WARN") && line.contains("waited"))
+                .collect();
+            (reports.len() >= 2).then_some(reports)
+        });
+        future::or(waiting, reported).await
+    });
+    let first = &reports[0];
+    let base = server.url.as_str();
+    assert!(
+        first.contains("shard 6 (bucket 2 of max_concurrency 4)") && first.contains(base),
+        "{first}"
+    );
+    assert!(
+        captured()
+            .iter()
+            .all(|line| !line.contains("secret-of-the-queue")),
+        "{:#?}",
+        captured()
+    );
+}
