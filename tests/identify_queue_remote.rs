@@ -1,7 +1,8 @@
 //! The remote identify queue (twilight-rs/gateway-queue's protocol) against
 //! a stand-in service whose answers each test decides: a long wait is
 //! reported at warn level, naming shard, bucket and queue (never the
-//! query, which may carry a secret).
+//! query, which may carry a secret); retries after errors are spread out,
+//! not in step.
 
 mod support;
 
@@ -45,5 +46,42 @@ fn a_long_wait_is_reported_naming_shard_bucket_and_queue() {
             .all(|line| !line.contains("secret-of-the-queue")),
         "{:#?}",
         captured()
+    );
+}
+
+#[test]
+fn retries_after_errors_are_spread_out_not_in_step() {
+    const SHARDS: u32 = 16;
+    let server = QueueServer::start(|_| Answer::Status(503));
+    let queue = RemoteIdentifyQueue::new(server.url.clone());
+    let ex = smol::LocalExecutor::new();
+    let asking: Vec<_> = (0..SHARDS).map(|id| ex.spawn(queue.permit(id))).collect();
+    let requests = block_within(
+        SOON * 2,
+        ex.run(wait_until("a retry from every shard", SOON, || {
+            let requests = server.requests();
+            (0..SHARDS)
+                .all(|id| requests.iter().filter(|r| r.shard == Some(id)).count() >= 2)
+                .then_some(requests)
+        })),
+    );
+    drop(asking);
+    // Each shard's wait between its first request and its retry.
+    let gaps: Vec<Duration> = (0..SHARDS)
+        .map(|id| {
+            let mut times = requests
+                .iter()
+                .filter(|r| r.shard == Some(id))
+                .map(|r| r.at);
+            let first = times.next().unwrap();
+            times.next().unwrap() - first
+        })
+        .collect();
+    let spread = *gaps.iter().max().unwrap() - *gaps.iter().min().unwrap();
+    // In step, every gap is the backoff's 1 s plus noise; jittered, they
+    // spread over ½–1 s (16 of them within 150 ms: odds below 1 in 10^6).
+    assert!(
+        spread >= Duration::from_millis(150),
+        "retries {spread:?} apart at most: {gaps:?}"
     );
 }

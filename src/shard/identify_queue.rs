@@ -13,7 +13,7 @@
 //! - [`RemoteIdentifyQueue`]: processes and hosts share a separately run
 //!   service speaking twilight-rs/gateway-queue's protocol — `GET
 //!   {url}?shard=N`, answered (2xx) when shard N may identify. A queue that
-//!   is down is asked again with backoff and said so loudly, never
+//!   is down is asked again with jittered backoff and said so loudly, never
 //!   bypassed: bypassing it is how a fleet burns its daily identify budget.
 //!   A long wait is reported.
 //!
@@ -189,7 +189,8 @@ impl IdentifyQueue for LocalIdentifyQueue {
 ///   bucket, queue — and again every 60 s, so the log says why shards are
 ///   not connecting.
 /// - A queue that cannot be reached, or answers an error, is asked again
-///   after a backoff doubling from 1 s to 60 s.
+///   after a random ½–1× of a backoff doubling from 1 s to 60 s: processes
+///   that lost the same queue do not come back to it in step.
 ///
 /// Why one long request and not short ones made again: gateway-queue
 /// answers in the order asked and skips a request whose client left, so a
@@ -292,14 +293,21 @@ async fn remote_turn(url: &str, shown: &str, which: &str) {
             Ok(status) => format!("answered HTTP {status}"),
             Err(err) => err,
         };
-        let wait = backoff.ceiling();
-        backoff.next_delay();
+        let wait = retry_wait(&mut backoff);
         log::error!(
             "identify queue {shown} {failure}; {which} does not identify without it (bypassing it is how a fleet burns its daily identify budget): asking again in {:.1} s",
             wait.as_secs_f64()
         );
         crate::rt::Timer::after(wait).await;
     }
+}
+
+/// The backoff's next step, jittered to between half of it and all of it:
+/// spread out, yet never hammering a queue that is down.
+fn retry_wait(backoff: &mut Backoff) -> Duration {
+    let ceiling = backoff.ceiling();
+    backoff.next_delay();
+    ceiling / 2 + ceiling.mul_f64(fastrand::f64()) / 2
 }
 
 /// `url` as logged: without user info or query, either of which may carry
@@ -425,6 +433,21 @@ mod tests {
             "https://q.internal/queue?…"
         );
         assert_eq!(shown_url("http://a:b@q"), "http://q");
+    }
+
+    #[test]
+    fn retries_are_jittered_within_half_to_all_of_the_backoff() {
+        let mut backoff = Backoff::new(
+            Duration::from_secs(8),
+            Duration::from_secs(8),
+            Duration::MAX,
+        );
+        let waits: Vec<Duration> = (0..50).map(|_| retry_wait(&mut backoff)).collect();
+        assert!(waits
+            .iter()
+            .all(|w| (Duration::from_secs(4)..=Duration::from_secs(8)).contains(w)));
+        let spread = *waits.iter().max().unwrap() - *waits.iter().min().unwrap();
+        assert!(spread > Duration::from_secs(1), "{waits:?}");
     }
 
     #[test]
