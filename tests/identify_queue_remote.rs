@@ -2,13 +2,14 @@
 //! a stand-in service whose answers each test decides: a long wait is
 //! reported at warn level, naming shard, bucket and queue (never the
 //! query, which may carry a secret); retries after errors are spread out,
-//! not in step.
+//! not in step; and a queue that says "go" at once still gets one identify
+//! per bucket per window out of this process.
 
 mod support;
 
 use futures_lite::future;
 use smolcord::shard::{IdentifyQueue, RemoteIdentifyQueue};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::logs::captured;
 use support::queue_server::{Answer, QueueServer};
 use support::wait::*;
@@ -84,4 +85,21 @@ fn retries_after_errors_are_spread_out_not_in_step() {
         spread >= Duration::from_millis(150),
         "retries {spread:?} apart at most: {gaps:?}"
     );
+}
+
+#[test]
+fn a_queue_that_always_says_go_still_gets_one_identify_per_bucket_per_window() {
+    const WINDOW: Duration = Duration::from_millis(1000);
+    let server = QueueServer::start(|_| Answer::Status(200));
+    let queue = RemoteIdentifyQueue::new(server.url.clone()).with_window(WINDOW);
+    queue.set_max_concurrency(2);
+    block_within(SOON, async {
+        drop(queue.permit(0).await); // shard 0's Identify is sent
+        let sent = Instant::now();
+        drop(queue.permit(1).await); // bucket 1: not held back
+        assert!(sent.elapsed() < WINDOW * 9 / 10, "{:?}", sent.elapsed());
+        drop(queue.permit(2).await); // bucket 0 again
+        assert!(sent.elapsed() >= WINDOW * 9 / 10, "{:?}", sent.elapsed());
+    });
+    assert_eq!(server.requests().len(), 3, "every shard asked the queue");
 }

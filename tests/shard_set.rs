@@ -176,7 +176,9 @@ fn a_set_identifies_in_bucket_order_at_the_allowed_rate_and_resumes_at_once() {
 fn two_processes_on_one_queue_service_never_exceed_the_rate() {
     let sim = sim(2);
     let mut config = set_config(&sim);
-    config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(sim.identify_queue_url())));
+    config.identify_queue = Some(Arc::new(
+        RemoteIdentifyQueue::new(sim.identify_queue_url()).with_window(WINDOW),
+    ));
     // Two sets with no identify queue of their own in common: they stand
     // for two processes (or hosts) sharing only the queue service.
     let a = ShardSet::new(config.clone(), 0..=3, 8, |_| Default::default()).expect("shards exist");
@@ -206,7 +208,9 @@ fn a_queue_service_that_is_down_delays_identifies_and_says_so() {
         path_prefix: Some("/queue".into()),
     });
     let mut config = set_config(&sim);
-    config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(sim.identify_queue_url())));
+    config.identify_queue = Some(Arc::new(
+        RemoteIdentifyQueue::new(sim.identify_queue_url()).with_window(WINDOW),
+    ));
     let (set, handle) =
         ShardSet::new(config, 0..=0, 1, |_| Default::default()).expect("shards exist");
     let events = handle.clone();

@@ -15,7 +15,8 @@
 //!   {url}?shard=N`, answered (2xx) when shard N may identify. A queue that
 //!   is down is asked again with jittered backoff and said so loudly, never
 //!   bypassed: bypassing it is how a fleet burns its daily identify budget.
-//!   A long wait is reported.
+//!   A long wait is reported; and a local floor keeps one identify per
+//!   bucket per window in this process even if the queue says "go" at once.
 //!
 //! ```
 //! # use smolcord::shard::{IdentifyQueue, LocalIdentifyQueue};
@@ -181,7 +182,7 @@ impl IdentifyQueue for LocalIdentifyQueue {
 }
 
 /// A queue service shared by processes and hosts (twilight-rs/gateway-queue
-/// protocol).
+/// protocol), with a floor of this process's own.
 ///
 /// - The request waits on the event loop, not on a `blocking` pool thread
 ///   ([`crate::rest::plain_get`]), for up to 10 minutes, then is made again.
@@ -191,6 +192,9 @@ impl IdentifyQueue for LocalIdentifyQueue {
 /// - A queue that cannot be reached, or answers an error, is asked again
 ///   after a random ½–1× of a backoff doubling from 1 s to 60 s: processes
 ///   that lost the same queue do not come back to it in step.
+/// - However the queue answers, two shards of one bucket in this process
+///   identify at least Discord's window (5 s) apart: a queue that says "go"
+///   to everything cannot make this process spend identifies too fast.
 ///
 /// Why one long request and not short ones made again: gateway-queue
 /// answers in the order asked and skips a request whose client left, so a
@@ -200,6 +204,7 @@ impl IdentifyQueue for LocalIdentifyQueue {
 /// expects, and on the loop it costs a socket, not a thread.
 pub struct RemoteIdentifyQueue {
     url: String,
+    floor: Arc<LocalIdentifyQueue>,
     /// As `GET /gateway/bot` said; 0 until then (for the report).
     max_concurrency: AtomicU32,
     patience: Duration,
@@ -220,10 +225,22 @@ impl RemoteIdentifyQueue {
     pub fn new(url: impl Into<String>) -> RemoteIdentifyQueue {
         RemoteIdentifyQueue {
             url: url.into(),
+            floor: Arc::new(LocalIdentifyQueue::new(
+                super::identify_budget::CONCURRENCY_WINDOW,
+            )),
             max_concurrency: AtomicU32::new(0),
             patience: PATIENCE,
             report_every: REPORT_EVERY,
         }
+    }
+
+    /// The least time between two identifies of one bucket in this
+    /// process, whatever the queue answers: Discord's window (5 s, the
+    /// default; a simulator may use less). Never set it above the queue's
+    /// own spacing: a turn held back past it runs into the next holder's.
+    pub fn with_window(mut self, window: Duration) -> RemoteIdentifyQueue {
+        self.floor = Arc::new(LocalIdentifyQueue::new(window));
+        self
     }
 
     /// After how long a shard still waiting for its turn is reported at
@@ -251,6 +268,7 @@ impl IdentifyQueue for RemoteIdentifyQueue {
                 shard_id % count
             ),
         };
+        let floor = self.floor.clone();
         let (patience, report_every) = (self.patience, self.report_every);
         Box::pin(async move {
             let asked = Instant::now();
@@ -266,17 +284,21 @@ impl IdentifyQueue for RemoteIdentifyQueue {
                 }
             };
             future::or(remote_turn(&url, &shown, &which), report).await;
+            let granted = Instant::now();
+            let permit = floor.permit(shard_id).await;
             log::debug!(
-                "identify queue: shard {shard_id} may identify (waited {:.1} s)",
-                asked.elapsed().as_secs_f64()
+                "identify queue: shard {shard_id} may identify (waited {:.1} s, {:.1} s of it for this process's floor)",
+                asked.elapsed().as_secs_f64(),
+                granted.elapsed().as_secs_f64()
             );
-            IdentifyPermit::granted()
+            permit
         })
     }
 
     fn set_max_concurrency(&self, max_concurrency: u32) {
         self.max_concurrency
             .store(max_concurrency.max(1), Ordering::Relaxed);
+        self.floor.set_max_concurrency(max_concurrency);
     }
 }
 
