@@ -17,7 +17,9 @@
 //! `SMOLCORD_SHARDS` is `auto` (default: the count Discord recommends, all
 //! in this process) or `FIRST-LAST/COUNT`; `SMOLCORD_IDENTIFY_QUEUE_URL`
 //! shares fresh identifies with other processes through a
-//! twilight-rs/gateway-queue compatible service.
+//! twilight-rs/gateway-queue compatible service. `SMOLCORD_IDENTIFY_WINDOW_MS`
+//! (Discord's 5000 unless set) is for simulators with a shorter identify
+//! window.
 
 use async_signal::{Signal, Signals};
 use futures_lite::{future, StreamExt};
@@ -29,6 +31,7 @@ use smolcord::shard::{
 use smolcord::token::Token;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
@@ -63,12 +66,19 @@ async fn run() -> Result<(), String> {
     let mut config = ShardConfig::new(token, intents);
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL").unwrap_or(bot.url));
     config.gateway_info = Some(rest.gateway_info_source());
+    if let Some(ms) = env("SMOLCORD_IDENTIFY_WINDOW_MS") {
+        let ms = ms
+            .parse()
+            .map_err(|_| "SMOLCORD_IDENTIFY_WINDOW_MS: not a number")?;
+        config.identify_window = Duration::from_millis(ms);
+    }
     if let Some(url) = env("SMOLCORD_IDENTIFY_QUEUE_URL") {
-        config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(url)));
+        let queue = RemoteIdentifyQueue::new(url).with_window(config.identify_window);
+        config.identify_queue = Some(Arc::new(queue));
     }
 
     log::info!("running shards {ids:?} of {count}");
-    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default());
+    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
     let ex = smol::LocalExecutor::new();
     ex.run(async {
         let shards = ex.spawn(set.run());

@@ -32,6 +32,12 @@ fn bot(sim: &Simulator, shards: &str, queue: Option<&str>) -> Smolcord {
         .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
         .env("SMOLCORD_API_BASE", sim.api_base())
         .env("SMOLCORD_SHARDS", shards)
+        // The simulator's window, for the bot's own floor between two
+        // identifies of a bucket.
+        .env(
+            "SMOLCORD_IDENTIFY_WINDOW_MS",
+            WINDOW.as_millis().to_string(),
+        )
         // The remote queue says at debug level when a shard may identify.
         .env("RUST_LOG", "info,smolcord::shard::identify_queue=debug");
     if let Some(url) = queue {

@@ -2,13 +2,18 @@
 //! Discord allows (the simulator refuses a too early Identify with op 9, as
 //! Discord does) and resumes without queueing; two sets in different
 //! "processes" sharing a gateway-queue compatible service never exceed the
-//! rate; a queue service that is down delays identifies, loudly.
+//! rate; a queue service that is down delays identifies, loudly;
+//! `send_all` reaches every shard though one of them cannot take commands.
 #![cfg(feature = "sim")]
 
 mod support;
 
+use smolcord::protocol::{Command, PresenceUpdate};
 use smolcord::rest::RestClient;
-use smolcord::shard::{RemoteIdentifyQueue, ShardConfig, ShardEvent, ShardSet, ShardSetHandle};
+use smolcord::shard::{
+    BoxFuture, IdentifyPermit, IdentifyQueue, RemoteIdentifyQueue, ShardConfig, ShardEvent,
+    ShardSet, ShardSetHandle,
+};
 use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simulator};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -112,7 +117,8 @@ fn identified_shards(sim: &Simulator) -> Vec<u32> {
 fn a_set_identifies_in_bucket_order_at_the_allowed_rate_and_resumes_at_once() {
     let sim = sim(2);
     let rx = sim.subscribe();
-    let (set, handle) = ShardSet::new(set_config(&sim), 0..=5, 6, |_| Default::default());
+    let (set, handle) =
+        ShardSet::new(set_config(&sim), 0..=5, 6, |_| Default::default()).expect("shards exist");
     let events = handle.clone();
     run_sets(vec![(set, handle)], async move {
         let start = Instant::now();
@@ -170,11 +176,13 @@ fn a_set_identifies_in_bucket_order_at_the_allowed_rate_and_resumes_at_once() {
 fn two_processes_on_one_queue_service_never_exceed_the_rate() {
     let sim = sim(2);
     let mut config = set_config(&sim);
-    config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(sim.identify_queue_url())));
+    config.identify_queue = Some(Arc::new(
+        RemoteIdentifyQueue::new(sim.identify_queue_url()).with_window(WINDOW),
+    ));
     // Two sets with no identify queue of their own in common: they stand
     // for two processes (or hosts) sharing only the queue service.
-    let a = ShardSet::new(config.clone(), 0..=3, 8, |_| Default::default());
-    let b = ShardSet::new(config, 4..=7, 8, |_| Default::default());
+    let a = ShardSet::new(config.clone(), 0..=3, 8, |_| Default::default()).expect("shards exist");
+    let b = ShardSet::new(config, 4..=7, 8, |_| Default::default()).expect("shards exist");
     let (events_a, events_b) = (a.1.clone(), b.1.clone());
     run_sets(vec![a, b], async move {
         futures_lite::future::zip(
@@ -200,15 +208,18 @@ fn a_queue_service_that_is_down_delays_identifies_and_says_so() {
         path_prefix: Some("/queue".into()),
     });
     let mut config = set_config(&sim);
-    config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(sim.identify_queue_url())));
-    let (set, handle) = ShardSet::new(config, 0..=0, 1, |_| Default::default());
+    config.identify_queue = Some(Arc::new(
+        RemoteIdentifyQueue::new(sim.identify_queue_url()).with_window(WINDOW),
+    ));
+    let (set, handle) =
+        ShardSet::new(config, 0..=0, 1, |_| Default::default()).expect("shards exist");
     let events = handle.clone();
     run_sets(vec![(set, handle)], async move {
         let start = Instant::now();
         all_see(&events, "READY", [0]).await;
-        // Backoff 1 s, then 2 s: never bypassed.
+        // Backoff 1 s, then 2 s, each jittered to ½–1×: never bypassed.
         assert!(
-            start.elapsed() >= Duration::from_secs(3),
+            start.elapsed() >= Duration::from_millis(1500),
             "{:?}",
             start.elapsed()
         );
@@ -217,5 +228,72 @@ fn a_queue_service_that_is_down_delays_identifies_and_says_so() {
             .filter(|l| l.contains("identify queue") && l.contains("answered HTTP 503"))
             .count();
         assert_eq!(said, 2, "{:#?}", captured());
+    });
+}
+
+/// Grants every shard but shard 0, which never gets its turn (and so never
+/// opens a session to send commands on).
+struct NeverShardZero;
+
+impl IdentifyQueue for NeverShardZero {
+    fn permit(&self, shard_id: u32) -> BoxFuture<IdentifyPermit> {
+        Box::pin(async move {
+            if shard_id == 0 {
+                futures_lite::future::pending::<()>().await;
+            }
+            IdentifyPermit::granted()
+        })
+    }
+}
+
+#[test]
+fn send_all_is_not_held_up_by_a_shard_that_cannot_take_commands() {
+    let sim = sim(2);
+    let rx = sim.subscribe();
+    let mut config = set_config(&sim);
+    config.identify_queue = Some(Arc::new(NeverShardZero));
+    let (set, handle) =
+        ShardSet::new(config, 0..=1, 2, |_| Default::default()).expect("shards exist");
+    let events = handle.clone();
+    run_sets(vec![(set, handle)], async move {
+        all_see(&events, "READY", [1]).await;
+        let shard_1 = sim
+            .events()
+            .iter()
+            .find_map(|e| match e {
+                SimEvent::Identified { conn, identify, .. } if identify.shard == Some([1, 2]) => {
+                    Some(*conn)
+                }
+                _ => None,
+            })
+            .expect("shard 1 identified");
+        // Shard 0's command queue fills up (64) while it waits for a turn.
+        let stuck = events.shard(0).expect("shard 0");
+        for _ in 0..64 {
+            within(
+                "room in shard 0's queue",
+                SOON,
+                stuck.send(Command::PresenceUpdate(PresenceUpdate::online())),
+            )
+            .await
+            .expect("shard 0 runs");
+        }
+        let mut dnd = PresenceUpdate::online();
+        dnd.status = "dnd".into();
+        let delivered = futures_lite::future::or(
+            async {
+                let sent = events.send_all(Command::PresenceUpdate(dnd)).await;
+                panic!("send_all returned ({sent:?}) though shard 0 cannot take a command");
+            },
+            smolcord::sim::next_matching(&rx, SOON, |event| {
+                matches!(event, SimEvent::CommandReceived { conn, op: 3, raw }
+                    if *conn == shard_1 && raw.contains("\"dnd\""))
+            }),
+        )
+        .await;
+        assert!(
+            delivered.is_some(),
+            "shard 1 never got the presence update send_all sent"
+        );
     });
 }

@@ -23,7 +23,11 @@ use support::wait::*;
 const WINDOW: Duration = Duration::from_millis(1000);
 
 fn sim(max_concurrency: u32, window: Duration) -> Simulator {
-    Simulator::start(SimConfig {
+    Simulator::start(sim_config(max_concurrency, window)).expect("simulator starts")
+}
+
+fn sim_config(max_concurrency: u32, window: Duration) -> SimConfig {
+    SimConfig {
         heartbeat_interval: Duration::from_millis(1000),
         // "Late" is a stalled loop here, not a loaded CI core's 50 ms.
         late_tolerance: 0.5,
@@ -35,8 +39,7 @@ fn sim(max_concurrency: u32, window: Duration) -> Simulator {
             ..Default::default()
         },
         ..SimConfig::default()
-    })
-    .expect("simulator starts")
+    }
 }
 
 fn set_config(sim: &Simulator, window: Duration) -> ShardConfig {
@@ -65,10 +68,15 @@ fn run_set_to_end<T>(
 
 #[test]
 fn one_shard_refused_for_good_stops_the_set_with_an_error_naming_it() {
-    let sim = sim(3, WINDOW);
-    // Shard 2 of 2 does not exist: the gateway closes 4010 for it alone;
-    // shards 0 and 1 are accepted.
-    let (set, handle) = ShardSet::new(set_config(&sim, WINDOW), 0..=2, 2, |_| Default::default());
+    // The gateway closes 4010 for shard 2 alone; shards 0 and 1 are
+    // accepted. (A set refuses an id not below the count itself.)
+    let sim = Simulator::start(SimConfig {
+        refused_shards: vec![2],
+        ..sim_config(3, WINDOW)
+    })
+    .expect("simulator starts");
+    let (set, handle) = ShardSet::new(set_config(&sim, WINDOW), 0..=2, 3, |_| Default::default())
+        .expect("shards exist");
     let events = handle.clone();
     let (result, first_error) = run_set_to_end(set, SOON, async move {
         loop {
@@ -99,7 +107,8 @@ fn shutdown_ends_a_set_whose_consumer_stopped_reading() {
         max_events: 1,
         max_bytes: 1 << 20,
     };
-    let (set, handle) = ShardSet::new(config, 0..=1, 2, |_| Default::default());
+    let (set, handle) =
+        ShardSet::new(config, 0..=1, 2, |_| Default::default()).expect("shards exist");
     let events = handle.clone();
     let (result, ()) = run_set_to_end(set, SOON, async move {
         wait_until("both sessions READY, one of them queued", SOON, || {
@@ -153,7 +162,8 @@ fn shutdown_is_prompt_while_a_silent_gateway_holds_the_connect_or_the_hello() {
         let mut config = set_config(&sim, WINDOW);
         config.gateway_url = Some(url);
         // Discord's defaults: 10 s to connect, 30 s for Hello.
-        let (set, handle) = ShardSet::new(config, 0..=1, 2, |_| Default::default());
+        let (set, handle) =
+            ShardSet::new(config, 0..=1, 2, |_| Default::default()).expect("shards exist");
         let events = handle.clone();
         let (result, took) = run_set_to_end(set, SOON * 2, async move {
             wait_until("a connection taken", SOON, || {
@@ -181,7 +191,8 @@ fn shutdown_is_prompt_while_get_gateway_bot_hangs() {
         count: 10,
         path_prefix: Some("/api/v10/gateway/bot".into()),
     });
-    let (set, handle) = ShardSet::new(set_config(&sim, WINDOW), 0..=1, 2, |_| Default::default());
+    let (set, handle) = ShardSet::new(set_config(&sim, WINDOW), 0..=1, 2, |_| Default::default())
+        .expect("shards exist");
     let events = handle.clone();
     let (result, took) = run_set_to_end(set, SOON * 2, async move {
         wait_until("GET /gateway/bot asked", SOON, || {
@@ -267,7 +278,8 @@ fn a_gateway_refusing_every_resume_gets_backoff_not_a_reconnect_storm() {
             resume_gateway_url: url.clone(),
         }),
         ..Default::default()
-    });
+    })
+    .expect("shards exist");
     let events = handle.clone();
     let (result, (storm, beats)) = run_set_to_end(set, SOON * 2, async move {
         wait_until("shard 0 connected", SOON, || {
@@ -312,7 +324,8 @@ fn a_gateway_closing_4009_after_every_hello_gets_backoff_not_a_reconnect_storm()
     let mut config = set_config(&sim, WINDOW);
     config.backoff = Backoff::default();
     config.gateway_url = Some(url);
-    let (set, handle) = ShardSet::new(config, 0..=0, 1, |_| Default::default());
+    let (set, handle) =
+        ShardSet::new(config, 0..=0, 1, |_| Default::default()).expect("shards exist");
     let events = handle.clone();
     let (result, storm) = run_set_to_end(set, SOON * 2, async move {
         wait_until("shard 0 connected", SOON, || {

@@ -54,7 +54,10 @@ impl Client {
             Client::Smolcord(_) => command
                 .args(["--client", range, "--identify-window-ms"])
                 .arg(window.as_millis().to_string()),
-            Client::Bot(_) => command.env("SMOLCORD_SHARDS", range),
+            Client::Bot(_) => command.env("SMOLCORD_SHARDS", range).env(
+                "SMOLCORD_IDENTIFY_WINDOW_MS",
+                window.as_millis().to_string(),
+            ),
             Client::Twilight(_) => command
                 .args(["--gateway", &sim.gateway_url(), "--shards", range])
                 .args(["--concurrency", &MAX_CONCURRENCY.to_string()]),

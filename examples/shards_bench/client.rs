@@ -29,7 +29,7 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
     config.identify_window = identify_window;
     config.gateway_info = Some(rest.gateway_info_source());
 
-    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default());
+    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
     let ex = smol::LocalExecutor::new();
     let work = ex.run(async {
         let shards = ex.spawn(set.run());

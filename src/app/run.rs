@@ -157,7 +157,7 @@ where
     let mut states = bridge::load_session_states(&config.state_dir, ids.clone(), count).await;
     let (shards, handle) = ShardSet::new(shard_config, ids, count, |id| {
         states.remove(&id).unwrap_or_default()
-    });
+    })?;
     let state_dir = config.state_dir.clone();
 
     let mut recorder_config = RecorderConfig::in_state_dir(&config.state_dir);

@@ -22,6 +22,9 @@
 //!   in-flight request costs nothing that matters, and owning chunked
 //!   encoding, keep-alive and TLS errors in a hand-written client would.
 //!
+//! The one exception is [`plain_get`] (an identify queue service holds it
+//! for minutes): it waits on the loop, as a socket, not a pool thread.
+//!
 //! Rate-limit waits and retry back-offs are async timers on the loop, never
 //! sleeps on a pool thread. `https://` trusts what the gateway trusts (see
 //! [`crate::transport::tls`]).

@@ -13,8 +13,10 @@
 //! - [`RemoteIdentifyQueue`]: processes and hosts share a separately run
 //!   service speaking twilight-rs/gateway-queue's protocol — `GET
 //!   {url}?shard=N`, answered (2xx) when shard N may identify. A queue that
-//!   is down is asked again with backoff and said so loudly, never bypassed:
-//!   bypassing it is how a fleet burns its daily identify budget.
+//!   is down is asked again with jittered backoff and said so loudly, never
+//!   bypassed: bypassing it is how a fleet burns its daily identify budget.
+//!   A long wait is reported; and a local floor keeps one identify per
+//!   bucket per window in this process even if the queue says "go" at once.
 //!
 //! ```
 //! # use smolcord::shard::{IdentifyQueue, LocalIdentifyQueue};
@@ -30,7 +32,9 @@
 
 use super::backoff::Backoff;
 use super::BoxFuture;
+use futures_lite::future;
 use smol::lock::{Mutex as AsyncMutex, MutexGuardArc};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -178,20 +182,73 @@ impl IdentifyQueue for LocalIdentifyQueue {
 }
 
 /// A queue service shared by processes and hosts (twilight-rs/gateway-queue
-/// protocol).
+/// protocol), with a floor of this process's own.
+///
+/// - The request waits on the event loop, not on a `blocking` pool thread
+///   ([`crate::rest::plain_get`]), for up to 10 minutes, then is made again.
+/// - A shard still waiting after 30 s is reported at warn level — shard,
+///   bucket, queue — and again every 60 s, so the log says why shards are
+///   not connecting.
+/// - A queue that cannot be reached, or answers an error, is asked again
+///   after a random ½–1× of a backoff doubling from 1 s to 60 s: processes
+///   that lost the same queue do not come back to it in step.
+/// - However the queue answers, two shards of one bucket in this process
+///   identify at least Discord's window (5 s) apart: a queue that says "go"
+///   to everything cannot make this process spend identifies too fast.
+///
+/// Why one long request and not short ones made again: gateway-queue
+/// answers in the order asked and skips a request whose client left, so a
+/// shard asking again goes to the back of its bucket's line, behind every
+/// client that waited; and a service that does not notice a client left
+/// spends a window on each abandoned request. Waiting is what the protocol
+/// expects, and on the loop it costs a socket, not a thread.
 pub struct RemoteIdentifyQueue {
     url: String,
+    floor: Arc<LocalIdentifyQueue>,
+    /// As `GET /gateway/bot` said; 0 until then (for the report).
+    max_concurrency: AtomicU32,
+    patience: Duration,
+    report_every: Duration,
 }
 
 /// How long one request to the queue service may take: the service holds
 /// it until the shard's turn, which for the last of many shards can be
 /// minutes away.
 const REMOTE_WAIT: Duration = Duration::from_secs(600);
+/// A shard waiting longer than this for its turn is reported...
+const PATIENCE: Duration = Duration::from_secs(30);
+/// ... and again this often while it keeps waiting.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 impl RemoteIdentifyQueue {
     /// A queue at `url` (`http://` or `https://`; `?shard=N` is appended).
     pub fn new(url: impl Into<String>) -> RemoteIdentifyQueue {
-        RemoteIdentifyQueue { url: url.into() }
+        RemoteIdentifyQueue {
+            url: url.into(),
+            floor: Arc::new(LocalIdentifyQueue::new(
+                super::identify_budget::CONCURRENCY_WINDOW,
+            )),
+            max_concurrency: AtomicU32::new(0),
+            patience: PATIENCE,
+            report_every: REPORT_EVERY,
+        }
+    }
+
+    /// The least time between two identifies of one bucket in this
+    /// process, whatever the queue answers: Discord's window (5 s, the
+    /// default; a simulator may use less). Never set it above the queue's
+    /// own spacing: a turn held back past it runs into the next holder's.
+    pub fn with_window(mut self, window: Duration) -> RemoteIdentifyQueue {
+        self.floor = Arc::new(LocalIdentifyQueue::new(window));
+        self
+    }
+
+    /// After how long a shard still waiting for its turn is reported at
+    /// warn level, and how often again (30 s, then every 60 s).
+    pub fn with_patience(mut self, first: Duration, every: Duration) -> RemoteIdentifyQueue {
+        self.patience = first;
+        self.report_every = every.max(Duration::from_millis(1));
+        self
     }
 
     fn request_url(&self, shard_id: u32) -> String {
@@ -203,35 +260,93 @@ impl RemoteIdentifyQueue {
 impl IdentifyQueue for RemoteIdentifyQueue {
     fn permit(&self, shard_id: u32) -> BoxFuture<IdentifyPermit> {
         let url = self.request_url(shard_id);
+        let shown = shown_url(&self.url);
+        let which = match self.max_concurrency.load(Ordering::Relaxed) {
+            0 => format!("shard {shard_id}"),
+            count => format!(
+                "shard {shard_id} (bucket {} of max_concurrency {count})",
+                shard_id % count
+            ),
+        };
+        let floor = self.floor.clone();
+        let (patience, report_every) = (self.patience, self.report_every);
         Box::pin(async move {
-            let mut backoff = Backoff::new(
-                Duration::from_secs(1),
-                Duration::from_secs(60),
-                Duration::MAX,
+            let asked = Instant::now();
+            let report = async {
+                let mut at = asked + patience;
+                loop {
+                    crate::rt::Timer::at(at).await;
+                    log::warn!(
+                        "identify queue {shown}: {which} has waited {:.0} s for its turn to identify, and does not connect until the queue answers",
+                        asked.elapsed().as_secs_f64()
+                    );
+                    at += report_every;
+                }
+            };
+            future::or(remote_turn(&url, &shown, &which), report).await;
+            let granted = Instant::now();
+            let permit = floor.permit(shard_id).await;
+            log::debug!(
+                "identify queue: shard {shard_id} may identify (waited {:.1} s, {:.1} s of it for this process's floor)",
+                asked.elapsed().as_secs_f64(),
+                granted.elapsed().as_secs_f64()
             );
-            loop {
-                let asked = Instant::now();
-                let failure = match crate::rest::plain_get(url.clone(), REMOTE_WAIT).await {
-                    Ok(status) if (200..300).contains(&status) => {
-                        log::debug!(
-                            "identify queue: shard {shard_id} may identify (waited {:.1} s)",
-                            asked.elapsed().as_secs_f64()
-                        );
-                        return IdentifyPermit::granted();
-                    }
-                    Ok(status) => format!("answered HTTP {status}"),
-                    Err(err) => err,
-                };
-                let wait = backoff.ceiling();
-                backoff.next_delay();
-                log::error!(
-                    "identify queue {url} {failure}; shard {shard_id} does not identify without it (that is how a fleet burns its daily identify budget): asking again in {:.0} s",
-                    wait.as_secs_f64()
-                );
-                crate::rt::Timer::after(wait).await;
-            }
+            permit
         })
     }
+
+    fn set_max_concurrency(&self, max_concurrency: u32) {
+        self.max_concurrency
+            .store(max_concurrency.max(1), Ordering::Relaxed);
+        self.floor.set_max_concurrency(max_concurrency);
+    }
+}
+
+/// Asks the queue at `url` until it answers 2xx.
+async fn remote_turn(url: &str, shown: &str, which: &str) {
+    let mut backoff = Backoff::new(
+        Duration::from_secs(1),
+        Duration::from_secs(60),
+        Duration::MAX,
+    );
+    loop {
+        let failure = match crate::rest::plain_get(url.to_owned(), REMOTE_WAIT).await {
+            Ok(status) if (200..300).contains(&status) => return,
+            Ok(status) => format!("answered HTTP {status}"),
+            Err(err) => err,
+        };
+        let wait = retry_wait(&mut backoff);
+        log::error!(
+            "identify queue {shown} {failure}; {which} does not identify without it (bypassing it is how a fleet burns its daily identify budget): asking again in {:.1} s",
+            wait.as_secs_f64()
+        );
+        crate::rt::Timer::after(wait).await;
+    }
+}
+
+/// The backoff's next step, jittered to between half of it and all of it:
+/// spread out, yet never hammering a queue that is down.
+fn retry_wait(backoff: &mut Backoff) -> Duration {
+    let ceiling = backoff.ceiling();
+    backoff.next_delay();
+    ceiling / 2 + ceiling.mul_f64(fastrand::f64()) / 2
+}
+
+/// `url` as logged: without user info or query, either of which may carry
+/// a secret.
+fn shown_url(url: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, _)) => (base, "?…"),
+        None => (url, ""),
+    };
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return format!("{base}{query}");
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}{path}{query}")
 }
 
 #[cfg(test)]
@@ -330,6 +445,31 @@ mod tests {
             drop(queue.permit(0).await);
             assert!(start.elapsed() >= 90 * MS);
         });
+    }
+
+    #[test]
+    fn logged_urls_keep_no_secrets() {
+        assert_eq!(shown_url("http://q:8000/"), "http://q:8000/");
+        assert_eq!(
+            shown_url("https://user:pw@q.internal/queue?token=x"),
+            "https://q.internal/queue?…"
+        );
+        assert_eq!(shown_url("http://a:b@q"), "http://q");
+    }
+
+    #[test]
+    fn retries_are_jittered_within_half_to_all_of_the_backoff() {
+        let mut backoff = Backoff::new(
+            Duration::from_secs(8),
+            Duration::from_secs(8),
+            Duration::MAX,
+        );
+        let waits: Vec<Duration> = (0..50).map(|_| retry_wait(&mut backoff)).collect();
+        assert!(waits
+            .iter()
+            .all(|w| (Duration::from_secs(4)..=Duration::from_secs(8)).contains(w)));
+        let spread = *waits.iter().max().unwrap() - *waits.iter().min().unwrap();
+        assert!(spread > Duration::from_secs(1), "{waits:?}");
     }
 
     #[test]

@@ -19,7 +19,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Non-dispatch events kept beyond the dispatch budget; older ones beyond
-/// this are dropped (they are reports, not data).
+/// this are dropped (they are reports, not data) — except a shard's final
+/// error, which is never dropped: it is the one notice a consumer must act
+/// on, and each shard sends at most one, so they add at most one per shard.
 const MAX_NOTICES: usize = 16;
 
 /// How much the queue may hold.
@@ -175,11 +177,16 @@ impl Producer {
     }
 
     /// Queues a notice (heartbeat record, disconnect, final error) outside
-    /// the dispatch budget; beyond [`MAX_NOTICES`] the oldest notice goes.
+    /// the dispatch budget; beyond [`MAX_NOTICES`] the oldest report goes
+    /// (a final error is never dropped).
     pub(crate) fn push_notice(&self, item: EventItem) {
         let mut state = self.shared.lock();
-        if state.notices == MAX_NOTICES {
-            if let Some(at) = state.entries.iter().position(|e| !e.dispatch) {
+        if state.notices >= MAX_NOTICES {
+            let report = state
+                .entries
+                .iter()
+                .position(|e| !e.dispatch && e.item.is_ok());
+            if let Some(at) = report {
                 state.entries.remove(at);
                 state.notices -= 1;
             }
@@ -295,6 +302,29 @@ mod tests {
             tx.push_notice(notice());
         }
         assert_eq!(rx.shared.lock().entries.len(), 1 + MAX_NOTICES);
+    }
+
+    #[test]
+    fn a_final_error_is_never_dropped_for_later_notices() {
+        let (tx, rx) = queue(limits(1, 100), 0);
+        let fatal = ShardError::Fatal {
+            code: 4010,
+            message: "invalid shard on shard 0 of 1".into(),
+        };
+        tx.push_notice(Err(fatal.clone()));
+        for _ in 0..MAX_NOTICES * 3 {
+            tx.push_notice(notice());
+        }
+        let mut errors = Vec::new();
+        while let Some(Some((_, item))) = future::block_on(future::poll_once(rx.recv())) {
+            errors.extend(item.err());
+        }
+        assert_eq!(errors, [fatal]);
+        // Notices stay bounded: the error and the newest reports.
+        for _ in 0..MAX_NOTICES * 3 {
+            tx.push_notice(notice());
+        }
+        assert_eq!(rx.shared.lock().entries.len(), MAX_NOTICES);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! # use smolcord::{shard::{ShardConfig, ShardEvent, ShardRange, ShardSet}, token::Token, protocol::Intents};
 //! # smol::block_on(async {
 //! let config = ShardConfig::new(Token::new("…").unwrap(), Intents::GUILD_MESSAGES);
-//! let (set, handle) = ShardSet::new(config, 0..=3, 4, |_| Default::default());
+//! let (set, handle) = ShardSet::new(config, 0..=3, 4, |_| Default::default()).unwrap();
 //! // One thread: the set runs beside its consumer on a local executor.
 //! let ex = smol::LocalExecutor::new();
 //! ex.spawn(set.run()).detach();
@@ -33,10 +33,14 @@ use super::{
 };
 use crate::protocol::Command;
 use event_listener::Event;
+use futures_lite::future;
+use smol::channel::TrySendError;
 use smol::LocalExecutor;
 use std::fmt;
+use std::future::Future;
 use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 /// Which shards a process runs: config `shards` (`"auto"` or `[first,
 /// last, count]`), environment `SMOLCORD_SHARDS` (`auto` or
@@ -205,12 +209,25 @@ impl ShardSet {
     /// Shards `ids` of `count`, configured like `base` (its `shard` and
     /// `state` are replaced per shard; `state_of(id)` gives each shard's
     /// saved state). The identify budget is the union of the saved ones.
+    ///
+    /// Refuses (naming the id and the count) ids that do not exist — `ids`
+    /// empty, `count` 0, or an id not below `count` — as [`ShardRange::new`]
+    /// does: Discord would close every such shard with 4010, and the set
+    /// with it.
     pub fn new(
         base: ShardConfig,
         ids: RangeInclusive<u32>,
         count: u32,
         mut state_of: impl FnMut(u32) -> SessionState,
-    ) -> (ShardSet, ShardSetHandle) {
+    ) -> Result<(ShardSet, ShardSetHandle), String> {
+        if ids.is_empty() {
+            return Err(format!(
+                "the shard range {}..={} is empty",
+                ids.start(),
+                ids.end()
+            ));
+        }
+        ShardRange::new(*ids.start(), *ids.end(), count)?;
         let states: Vec<(u32, SessionState)> = ids.map(|id| (id, state_of(id))).collect();
         let mut history = IdentifyBudget::default();
         for (_, state) in &states {
@@ -243,13 +260,13 @@ impl ShardSet {
             handles.push(handle);
         }
         drop(producer);
-        (
+        Ok((
             ShardSet { shards },
             ShardSetHandle {
                 events: consumer,
                 shards: handles,
             },
-        )
+        ))
     }
 
     /// Runs every shard until all are shut down (`Ok`), or until one is
@@ -323,12 +340,45 @@ impl ShardSetHandle {
         self.shards.iter().map(ShardHandle::status).collect()
     }
 
-    /// Sends `command` to every shard (a presence update, say).
+    /// Sends `command` to every shard (a presence update, say). A shard
+    /// whose command queue is full (it is not connected, or sends at the
+    /// 120-per-60 s limit) holds up only its own copy: every other shard
+    /// gets it at once. Returns once every shard has it queued (bound the
+    /// call with a timeout if a shard may stay away long);
+    /// `Err(ShardError::Stopped)` if a shard had stopped, after the others
+    /// got it.
     pub async fn send_all(&self, command: Command) -> Result<(), ShardError> {
+        let json = command.to_json().map_err(ShardError::Command)?;
+        let mut stopped = false;
+        let mut full = Vec::new();
         for handle in &self.shards {
-            handle.send(command.clone()).await?;
+            match handle.commands.try_send(json.clone()) {
+                Ok(()) => {}
+                Err(TrySendError::Full(json)) => full.push(Box::pin(handle.commands.send(json))),
+                Err(TrySendError::Closed(_)) => stopped = true,
+            }
         }
-        Ok(())
+        // The full queues are waited on side by side, none behind another.
+        future::poll_fn(|cx| {
+            full.retain_mut(|send| match send.as_mut().poll(cx) {
+                Poll::Ready(sent) => {
+                    stopped |= sent.is_err();
+                    false
+                }
+                Poll::Pending => true,
+            });
+            if full.is_empty() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        if stopped {
+            Err(ShardError::Stopped)
+        } else {
+            Ok(())
+        }
     }
 
     /// Asks every shard to close (resumably) and stop.
@@ -365,6 +415,38 @@ impl fmt::Debug for ShardSetHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Intents;
+    use crate::token::Token;
+
+    #[test]
+    fn a_set_refuses_shards_that_do_not_exist() {
+        let config = ShardConfig::new(Token::new("t").unwrap(), Intents::GUILD_MESSAGES);
+        let set = |ids: RangeInclusive<u32>, count| {
+            ShardSet::new(config.clone(), ids, count, |_| SessionState::default())
+        };
+        for (ids, count, why) in [
+            (
+                0..=4,
+                4,
+                "shard 4 does not exist when there are 4 (ids are 0..=3)",
+            ),
+            (6..=9, 8, "shard 9 does not exist when there are 8"),
+            (0..=0, 0, "the shard count must be at least 1"),
+            (
+                RangeInclusive::new(5, 4),
+                8,
+                "the shard range 5..=4 is empty",
+            ),
+        ] {
+            match set(ids.clone(), count) {
+                Ok(_) => panic!("{ids:?} of {count} accepted"),
+                Err(err) => assert!(err.contains(why), "{ids:?} of {count}: {err}"),
+            }
+        }
+        let (_, handle) = set(4..=7, 8).expect("shards 4-7 of 8 exist");
+        let ids: Vec<[u32; 2]> = handle.statuses().iter().map(|s| s.shard).collect();
+        assert_eq!(ids, [[4, 8], [5, 8], [6, 8], [7, 8]]);
+    }
 
     #[test]
     fn ranges_parse_and_are_checked() {

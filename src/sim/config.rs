@@ -45,6 +45,11 @@ pub struct SimConfig {
     /// `Some(n)`: the bot "needs" exactly n shards; an Identify with another
     /// count (no `shard` means 1) is closed with 4011.
     pub required_shards: Option<u32>,
+    /// Shard ids an Identify is closed with 4010 for, though below the
+    /// count: a gateway refusing one shard of a set for reasons of its own
+    /// (id ≥ count, the other cause, a set never sends: it refuses such
+    /// ids itself).
+    pub refused_shards: Vec<u32>,
     /// Identify budget, reported by `GET /gateway/bot` and spent by each
     /// Identify; at 0 an Identify gets op 9 `false`.
     pub session_start_limit: SessionStartLimit,
@@ -171,6 +176,7 @@ impl Default for SimConfig {
             bot_name: "smolbot".to_owned(),
             enabled_privileged_intents: Intents::empty(),
             required_shards: None,
+            refused_shards: Vec::new(),
             session_start_limit: SessionStartLimit::default(),
             enforce_identify_concurrency: false,
             identify_window: Duration::from_secs(5),

@@ -72,7 +72,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     }
     let config = &reader.shared.config;
     let [shard_id, shard_count] = identify.shard.unwrap_or([0, 1]);
-    if shard_count == 0 || shard_id >= shard_count {
+    if shard_count == 0 || shard_id >= shard_count || config.refused_shards.contains(&shard_id) {
         return Err((4010, format!("invalid shard [{shard_id}, {shard_count}]")));
     }
     if let Some(required) = config.required_shards {

@@ -6,7 +6,9 @@
 //! - [`binary`] and [`image`]: the smolcord binary as a child process (as
 //!   a test runs it, and as the container image runs it);
 //! - rigs per layer: [`shard`], [`bridge`], [`recorder`], a raw gateway and
-//!   HTTP client for the simulator ([`sim_client`]), a test CA ([`tls`]).
+//!   HTTP client for the simulator ([`sim_client`]), a test CA ([`tls`]),
+//!   an identify queue service whose answers the test decides
+//!   ([`queue_server`]).
 //!
 //! Each test binary declares `mod support;` and uses the parts it needs.
 // Tests may block (files, processes, a stalled "disk"); the loop rule is
@@ -16,6 +18,7 @@
 pub mod binary;
 pub mod image;
 pub mod logs;
+pub mod queue_server;
 pub mod recorder;
 pub mod wait;
 
