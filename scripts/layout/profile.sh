@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Writes scripts/layout/hot-functions.txt: every function the bridge runs
+# Usage: profile.sh [x86_64-unknown-linux-musl]
+#
+# Writes scripts/layout/hot-functions.TARGET.txt (default target: the host's
+# x86_64-unknown-linux-gnu): every function the bridge runs
 # from start to stop, demangled. First those of an idle bridge (start,
 # connect, heartbeats), then those of its work (a DM answered by the agent,
 # a voice note transcribed, a stranger's pairing code, a spooled result,
@@ -12,16 +15,21 @@
 # change much; a stale list costs resident memory, never correctness.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=scripts/layout/hot-functions.txt
+target="${1:-x86_64-unknown-linux-gnu}"
+out="scripts/layout/hot-functions.$target.txt"
+case "$target" in
+    x86_64-unknown-linux-gnu) build=() built=target/release/smolcord ;;
+    *) build=(--target "$target") built="target/$target/release/smolcord" ;;
+esac
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 
 # The release build as it ships, but with its symbols (see cc-hot-first), so
 # callgrind names every function with the hashes the next link will see.
 touch src/main.rs
-SMOLCORD_LAYOUT_SYMBOLS=1 cargo build --release --bins >&2
+SMOLCORD_LAYOUT_SYMBOLS=1 cargo build --release --bins "${build[@]}" >&2
 bin="$work/smolcord"
-cp target/release/smolcord "$bin"
+cp "$built" "$bin"
 touch src/main.rs # the next build links again, stripped, with the new list
 
 # A CA and a certificate for 127.0.0.1, valid for a day.
