@@ -13,8 +13,10 @@ fn spec(argv: &[&str], timeout: Duration) -> CommandSpec {
     CommandSpec::new(argv.iter().map(|s| s.to_string()).collect(), timeout)
 }
 
+/// On smolcord's runtime, as the bridge runs it (pipes, pidfd and timers
+/// on this thread's epoll set).
 fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
-    smol::block_on(run_command(spec))
+    smolcord::rt::block_on(run_command(spec))
 }
 
 const SHORT: Duration = Duration::from_secs(20);
@@ -282,6 +284,28 @@ fn dropping_the_future_kills_the_group() {
         wait_until_dead(pid),
         "grandchild {pid} survived the dropped future"
     );
+}
+
+#[test]
+fn on_any_smol_executor_too() {
+    // Outside rt::block_on the same code waits through async-io.
+    let input: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let mut s = spec(&["cat"], SHORT);
+    s.stdin = Some(input.clone());
+    s.output_cap = 2 << 20;
+    let out = smol::block_on(run_command(s)).expect("run");
+    assert!(out.success(), "{out:?}");
+    assert!(out.stdout == input, "cat echoed the bytes back");
+
+    let mut s = spec(
+        &["sh", "-c", "sleep 30 & echo $!; wait"],
+        Duration::from_millis(500),
+    );
+    s.kill_grace = Duration::from_secs(2);
+    let out = smol::block_on(run_command(s)).expect("run");
+    assert!(out.timed_out, "{out:?}");
+    assert_eq!(out.signal, Some(15), "{out:?}");
+    assert!(wait_until_dead(pid_from(&out)));
 }
 
 #[test]
