@@ -367,14 +367,20 @@ async fn drain<T: AsFd>(pipe: Option<Async<T>>, capture: &mut Capture) -> io::Re
     let Some(pipe) = pipe else {
         return Ok(());
     };
-    let mut chunk = vec![0; CHUNK];
     loop {
-        match pipe
-            .read_with(|p| Ok(rustix::io::read(p, &mut chunk[..])?))
-            .await
-        {
+        // The read and the copy happen inside one synchronous call, so the
+        // buffer lives on the stack of whichever thread polls, for that
+        // call only: eight commands at once left the heap 2 × 16 KiB each
+        // to fragment.
+        let read = pipe.read_with(|p| {
+            let mut chunk = [0; CHUNK];
+            let n = rustix::io::read(p, &mut chunk[..])?;
+            capture.push(&chunk[..n]);
+            Ok(n)
+        });
+        match read.await {
             Ok(0) => return Ok(()),
-            Ok(n) => capture.push(&chunk[..n]),
+            Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
