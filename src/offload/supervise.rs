@@ -51,8 +51,9 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
             program: program.clone(),
             cwd: spec.cwd.clone(),
             source,
-        })?;
-    let group = GroupKiller(i32::try_from(child.id()).ok().and_then(Pid::from_raw));
+        })?
+        .watched();
+    let group = GroupKiller::of(&child);
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     // From here on the leader is killed and reaped on every way out.
     let leader = Leader::new(child);
@@ -162,8 +163,30 @@ fn build(spec: &CommandSpec, program: &str) -> std::process::Command {
 
 /// fork/exec waits for the child to exec: keep even that off the loop.
 #[allow(clippy::disallowed_methods)]
-fn spawn(mut command: std::process::Command) -> impl Future<Output = io::Result<Child>> {
-    unblock(move || command.spawn())
+fn spawn(mut command: std::process::Command) -> impl Future<Output = io::Result<Spawned>> {
+    unblock(move || command.spawn().map(|child| Spawned(Some(child))))
+}
+
+/// A child the pool has spawned and nobody watches yet: if the caller gave
+/// up meanwhile (the spawn's result is dropped), its group is SIGKILLed and
+/// a pool thread reaps it.
+struct Spawned(Option<Child>);
+
+impl Spawned {
+    /// The child, now the caller's to watch.
+    fn watched(mut self) -> Child {
+        self.0.take().expect("a spawned child is handed over once")
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            // Unreaped, so its pid (and group id) cannot have been reused.
+            drop(GroupKiller::of(&child));
+            reap_on_pool(child).detach();
+        }
+    }
 }
 
 /// Signals the command's process group; SIGKILLs it if dropped, so a caller
@@ -171,6 +194,11 @@ fn spawn(mut command: std::process::Command) -> impl Future<Output = io::Result<
 struct GroupKiller(Option<Pid>);
 
 impl GroupKiller {
+    /// The group `child` leads (it was spawned with `process_group(0)`).
+    fn of(child: &Child) -> GroupKiller {
+        GroupKiller(i32::try_from(child.id()).ok().and_then(Pid::from_raw))
+    }
+
     fn signal(&self, signal: Signal) {
         if let Some(pgid) = self.0 {
             // ESRCH (group already empty) is the expected outcome, not an error.
@@ -421,7 +449,9 @@ mod tests {
             vec!["sh".into(), "-c".into(), "exit 3".into()],
             Duration::from_secs(5),
         );
-        let child = smol::block_on(spawn(build(&spec, "sh"))).expect("spawn");
+        let child = smol::block_on(spawn(build(&spec, "sh")))
+            .expect("spawn")
+            .watched();
         let mut leader = Leader::Pool(Some(reap_on_pool(child)));
         let status = smol::block_on(poll_fn(|cx| leader.poll_exit(cx))).expect("wait");
         assert_eq!(status.code(), Some(3));
