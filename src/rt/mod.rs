@@ -20,7 +20,7 @@
 //!
 //! Subprocesses (`offload::run_command`) wait here too: their pipes and
 //! pidfd are [`Async`] sources, their timeouts [`Timer`]s. What is not on
-//! the idle path stays on async-io (signals, inotify): while idle its
+//! the idle path stays on async-io (the signal pipe): while idle its
 //! thread blocks in `epoll_wait` without a timeout.
 //! And every type here binds to a reactor when first used: inside
 //! [`block_on`] to this one, elsewhere to async-io's — so the library's
