@@ -115,3 +115,56 @@ fn the_agent_never_sees_the_token() {
     child.terminate();
     assert!(child.wait(BOUND).success());
 }
+
+/// The names of `pid`'s threads.
+fn thread_names(pid: rustix::process::Pid) -> Vec<String> {
+    let tasks = format!("/proc/{}/task", pid.as_raw_nonzero());
+    std::fs::read_dir(tasks)
+        .map(|dir| {
+            dir.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|name| name.trim_end().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn after_a_burst_of_agents_no_reaper_thread_is_left() {
+    // Issue 14: async-process's reaper thread (and its async-io block_on)
+    // outlived the first child and woke the idle bridge.
+    const USERS: u64 = 4;
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({
+        "allowed_user_ids": (1..=USERS).map(|u| u.to_string()).collect::<Vec<_>>(),
+        "agent_concurrency": USERS,
+        "agent_cmd": ["/bin/sh", "-c", "cat > /dev/null; sleep 0.2; echo done"],
+    });
+    std::fs::write(state.path().join("config.json"), config.to_string()).unwrap();
+    let mut child = start(&sim, state.path(), DEFAULT_SIM_TOKEN);
+    wait_sim(&sim, "an identify", |e| {
+        matches!(e, SimEvent::Identified { .. })
+    });
+    let channels: Vec<_> = (1..=USERS)
+        .map(|u| sim.send_dm(u, &format!("user{u}"), "go").1)
+        .collect();
+    for channel in channels {
+        wait_until_blocking("an agent's reply", BOUND, || {
+            sim.messages_in(channel)
+                .into_iter()
+                .any(|m| m.content == "done")
+                .then_some(())
+        });
+    }
+    // The blocking pool's threads retire 0.5 s after their last job.
+    let names = wait_until_blocking("the pool threads to retire", BOUND, || {
+        let names = thread_names(child.pid());
+        (!names.iter().any(|n| n.starts_with("blocking"))).then_some(names)
+    });
+    assert!(
+        !names.iter().any(|n| n == "async-process"),
+        "an async-process thread outlived the agents: {names:?}"
+    );
+    child.terminate();
+    assert!(child.wait(BOUND).success());
+}

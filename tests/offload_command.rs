@@ -13,8 +13,10 @@ fn spec(argv: &[&str], timeout: Duration) -> CommandSpec {
     CommandSpec::new(argv.iter().map(|s| s.to_string()).collect(), timeout)
 }
 
+/// On smolcord's runtime, as the bridge runs it (pipes, pidfd and timers
+/// on this thread's epoll set).
 fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
-    smol::block_on(run_command(spec))
+    smolcord::rt::block_on(run_command(spec))
 }
 
 const SHORT: Duration = Duration::from_secs(20);
@@ -282,6 +284,84 @@ fn dropping_the_future_kills_the_group() {
         wait_until_dead(pid),
         "grandchild {pid} survived the dropped future"
     );
+}
+
+/// Our child processes whose command line is exactly `argv`.
+fn children_running(argv: &[&str]) -> Vec<u32> {
+    let me = std::process::id().to_string();
+    let want = argv.join("\0") + "\0";
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Field 4, after the parenthesised name: the parent's pid.
+            let ppid = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(1));
+            ppid == Some(me.as_str())
+                && fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want.as_bytes())
+        })
+        .collect()
+}
+
+#[test]
+fn a_caller_that_gives_up_while_the_pool_spawns_leaves_nothing_running() {
+    // A sleep no other test runs: the child is found by its argv.
+    let argv = ["sleep", "29.7531"];
+    let mut run = Box::pin(run_command(spec(&argv, SHORT)));
+    smolcord::rt::block_on(async {
+        // Polled once: the spawn is handed to the pool, nothing more.
+        assert!(futures_lite::future::poll_once(&mut run).await.is_none());
+    });
+    // The pool spawns it whether or not anyone still waits.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        if let Some(pid) = children_running(&argv).first() {
+            break *pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the pool never spawned the child"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Given up before it was watched: killed and reaped, not left running
+    // unsupervised (or as a zombie) for 30 s.
+    drop(run);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fs::metadata(format!("/proc/{pid}")).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "child {pid} outlived the abandoned spawn"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn on_any_smol_executor_too() {
+    // Outside rt::block_on the same code waits through async-io.
+    let input: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let mut s = spec(&["cat"], SHORT);
+    s.stdin = Some(input.clone());
+    s.output_cap = 2 << 20;
+    let out = smol::block_on(run_command(s)).expect("run");
+    assert!(out.success(), "{out:?}");
+    assert!(out.stdout == input, "cat echoed the bytes back");
+
+    let mut s = spec(
+        &["sh", "-c", "sleep 30 & echo $!; wait"],
+        Duration::from_millis(500),
+    );
+    s.kill_grace = Duration::from_secs(2);
+    let out = smol::block_on(run_command(s)).expect("run");
+    assert!(out.timed_out, "{out:?}");
+    assert_eq!(out.signal, Some(15), "{out:?}");
+    assert!(wait_until_dead(pid_from(&out)));
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// `main.rs`'s default cap of the blocking pool.
 const POOL_CAP: usize = 16;
 /// Threads that are not the pool's: the main thread and a few helpers
-/// (async-io, the async-process reaper).
+/// (async-io; generous).
 const OTHER_THREADS: usize = 4;
 const CHANNELS: u64 = 100;
 

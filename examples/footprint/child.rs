@@ -61,8 +61,8 @@ pub struct Report {
     /// The subprocess phase: (peak RSS sampled, KiB; most children at
     /// once; how long), if it ran.
     pub subprocesses: Option<Result<(u64, usize, Duration), String>>,
-    /// Idle again after the subprocesses (async-process's thread and the
-    /// blocking pool have been used): wake-ups/min, per thread, threads
+    /// Idle again after the subprocesses (the blocking pool and the
+    /// subprocess timers have been used): wake-ups/min, per thread, threads
     /// alive at the end, RSS.
     pub idle_after_work: Option<Result<AfterWork, String>>,
     /// SIGTERM to exit, and how it exited (`None`: killed after 10 s).

@@ -13,7 +13,7 @@ use super::tool::tool_command;
 use crate::offload::{run_command, CommandOutput};
 use crate::protocol::Snowflake;
 use crate::recorder::FailureKind;
-use async_io::Timer;
+use crate::rt::Timer;
 use smol::channel;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -2,7 +2,8 @@
 //!
 //! Everything that would stall the event loop — fsync'd writes, subprocesses,
 //! blocking library calls — goes through this module, which moves it to the
-//! `blocking` thread pool or to `async-process`. `clippy.toml` forbids the
+//! `blocking` thread pool or waits for it on the caller's reactor (a
+//! subprocess's pipes and pidfd). `clippy.toml` forbids the
 //! blocking std calls everywhere else, so this is the only way such work can
 //! be written.
 //!

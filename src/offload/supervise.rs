@@ -7,25 +7,34 @@
 //! group, whose death closes the pipes. Every wait has a bound, so even a
 //! process stuck in the kernel, or one that escaped the group while holding
 //! our pipe, cannot hang the caller.
+//!
+//! The pipes and the leader's pidfd are waited on by the caller's own
+//! reactor ([`crate::rt::Async`]: on smolcord's runtime, the main thread's
+//! epoll set), and the timeouts are [`crate::rt::Timer`]s. No thread of
+//! anyone else's is involved: async-process kept an "async-process" reaper
+//! thread (and with it an async-io `block_on`) alive for good after the
+//! first child, which cost an idle bridge wake-ups on two threads. Without
+//! pidfds (Linux < 5.3, some seccomp profiles) a `blocking` pool thread
+//! waits for the leader instead.
 
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::pin::Pin;
-use std::process::ExitStatus;
-use std::task::Poll;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, ExitStatus, Stdio};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
-use async_process::{ChildStderr, ChildStdin, ChildStdout, Stdio};
-use futures_lite::{future, AsyncRead, AsyncReadExt, AsyncWriteExt};
+use futures_lite::{future, ready, Future};
 use rustix::process::{kill_process_group, Pid, Signal};
 
 use super::{unblock, CommandEnv, CommandOutput, CommandSpec, Error};
+use crate::rt::{Async, Timer};
 
 /// How long a SIGKILLed leader may take to be reaped before we stop waiting
-/// (only a process stuck in uninterruptible I/O takes longer; the
-/// async-process reaper still collects it later).
+/// (only a process stuck in uninterruptible I/O takes longer; a `blocking`
+/// pool thread still collects it later).
 const REAP_BOUND: Duration = Duration::from_secs(5);
 /// How long the pipes may stay open once the group is dead (only a process
 /// that left the group while holding them keeps them open).
@@ -36,29 +45,32 @@ const CHUNK: usize = 16 * 1024;
 pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
     let program = spec.program()?.to_string();
     let started = Instant::now();
-    let mut command = build(&spec, &program);
-    // fork/exec waits for the child to exec: keep even that off the loop.
-    let mut child = unblock(move || command.spawn())
+    let mut child = spawn(build(&spec, &program))
         .await
         .map_err(|source| Error::Spawn {
             program: program.clone(),
             cwd: spec.cwd.clone(),
             source,
-        })?;
-    let group = GroupKiller(i32::try_from(child.id()).ok().and_then(Pid::from_raw));
+        })?
+        .watched();
+    let group = GroupKiller::of(&child);
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    // From here on the leader is killed and reaped on every way out.
+    let leader = Leader::new(child);
+    let wrap_failed = |source| Error::Command {
+        program: program.clone(),
+        op: "watch the pipes of",
+        source,
+    };
+    let stdin = stdin.map(Async::new).transpose().map_err(wrap_failed)?;
+    let stdout = stdout.map(Async::new).transpose().map_err(wrap_failed)?;
+    let stderr = stderr.map(Async::new).transpose().map_err(wrap_failed)?;
 
     let mut out = Capture::new(spec.output_cap);
     let mut err = Capture::new(spec.output_cap);
-    let pipes = pump(
-        child.stdin.take(),
-        spec.stdin,
-        child.stdout.take(),
-        child.stderr.take(),
-        &mut out,
-        &mut err,
-    );
+    let pipes = pump(stdin, spec.stdin, stdout, stderr, &mut out, &mut err);
     let mut watch = Watch {
-        exit: Box::pin(child.status()),
+        leader,
         pipes: Box::pin(pipes),
         exited: None,
         drained: None,
@@ -89,7 +101,9 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
             })
         }
         None => {
-            log::warn!("`{program}` did not die after SIGKILL; leaving it to the reaper");
+            log::warn!(
+                "`{program}` did not die after SIGKILL; a pool thread will reap it when it does"
+            );
             None
         }
     };
@@ -117,29 +131,25 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
 }
 
 // Offload is the one place that builds a std Command (clippy.toml forbids it
-// elsewhere): async-process has no process_group, std's CommandExt does.
+// elsewhere); it is spawned on the blocking pool.
 #[allow(clippy::disallowed_methods)]
-fn build(spec: &CommandSpec, program: &str) -> async_process::Command {
-    let mut std_command = std::process::Command::new(program);
-    std_command.args(&spec.argv[1..]).process_group(0);
+fn build(spec: &CommandSpec, program: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command.args(&spec.argv[1..]).process_group(0);
     match &spec.env {
         CommandEnv::Inherit => {}
         CommandEnv::InheritWithout(names) => {
             for name in names {
-                std_command.env_remove(name);
+                command.env_remove(name);
             }
         }
         CommandEnv::Exactly(vars) => {
-            std_command
-                .env_clear()
-                .envs(vars.iter().map(|(k, v)| (k, v)));
+            command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
         }
     }
     if let Some(cwd) = &spec.cwd {
-        std_command.current_dir(cwd);
+        command.current_dir(cwd);
     }
-    let mut command = async_process::Command::from(std_command);
-    // Stdio must be set after the conversion, which resets it.
     command
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
@@ -147,9 +157,36 @@ fn build(spec: &CommandSpec, program: &str) -> async_process::Command {
             Stdio::null()
         })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     command
+}
+
+/// fork/exec waits for the child to exec: keep even that off the loop.
+#[allow(clippy::disallowed_methods)]
+fn spawn(mut command: std::process::Command) -> impl Future<Output = io::Result<Spawned>> {
+    unblock(move || command.spawn().map(|child| Spawned(Some(child))))
+}
+
+/// A child the pool has spawned and nobody watches yet: if the caller gave
+/// up meanwhile (the spawn's result is dropped), its group is SIGKILLed and
+/// a pool thread reaps it.
+struct Spawned(Option<Child>);
+
+impl Spawned {
+    /// The child, now the caller's to watch.
+    fn watched(mut self) -> Child {
+        self.0.take().expect("a spawned child is handed over once")
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            // Unreaped, so its pid (and group id) cannot have been reused.
+            drop(GroupKiller::of(&child));
+            reap_on_pool(child).detach();
+        }
+    }
 }
 
 /// Signals the command's process group; SIGKILLs it if dropped, so a caller
@@ -157,6 +194,11 @@ fn build(spec: &CommandSpec, program: &str) -> async_process::Command {
 struct GroupKiller(Option<Pid>);
 
 impl GroupKiller {
+    /// The group `child` leads (it was spawned with `process_group(0)`).
+    fn of(child: &Child) -> GroupKiller {
+        GroupKiller(i32::try_from(child.id()).ok().and_then(Pid::from_raw))
+    }
+
     fn signal(&self, signal: Signal) {
         if let Some(pgid) = self.0 {
             // ESRCH (group already empty) is the expected outcome, not an error.
@@ -178,12 +220,105 @@ impl Drop for GroupKiller {
     }
 }
 
+/// The group's leader until it is reaped: its exit is awaited through a
+/// pidfd on the caller's reactor, or (no pidfds) by a pool thread in
+/// `waitpid`. Dropped unreaped, it is SIGKILLed and handed to a pool thread
+/// to reap, so no zombie is left behind.
+enum Leader {
+    Pidfd {
+        /// `None` once reaped.
+        child: Option<Child>,
+        pidfd: Async<OwnedFd>,
+    },
+    /// `None` once the pool thread answered.
+    Pool(Option<blocking::Task<io::Result<ExitStatus>>>),
+}
+
+impl Leader {
+    fn new(child: Child) -> Leader {
+        match pidfd(&child) {
+            Ok(pidfd) => Leader::Pidfd {
+                child: Some(child),
+                pidfd,
+            },
+            Err(e) => {
+                log::debug!("no pidfd for a child ({e}): a pool thread waits for it");
+                Leader::Pool(Some(reap_on_pool(child)))
+            }
+        }
+    }
+
+    fn poll_exit(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<ExitStatus>> {
+        match self {
+            Leader::Pidfd { child, pidfd } => loop {
+                let Some(leader) = child else {
+                    return Poll::Ready(Err(io::Error::other("already reaped")));
+                };
+                // waitpid(WNOHANG): the pidfd only says when to look.
+                if let Some(status) = leader.try_wait()? {
+                    *child = None;
+                    return Poll::Ready(Ok(status));
+                }
+                ready!(pidfd.poll_readable(cx))?;
+            },
+            Leader::Pool(task) => match task {
+                Some(waiting) => {
+                    let status = ready!(Pin::new(waiting).poll(cx));
+                    *task = None;
+                    Poll::Ready(status)
+                }
+                None => Poll::Ready(Err(io::Error::other("already reaped"))),
+            },
+        }
+    }
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        match self {
+            Leader::Pidfd { child, .. } => {
+                if let Some(mut leader) = child.take() {
+                    // Still unreaped, so its pid cannot have been reused.
+                    let _ = leader.kill();
+                    if !matches!(leader.try_wait(), Ok(Some(_))) {
+                        reap_on_pool(leader).detach();
+                    }
+                }
+            }
+            // Detached, not dropped: a pool task dropped before it started
+            // would never reap the child.
+            Leader::Pool(task) => {
+                if let Some(waiting) = task.take() {
+                    waiting.detach();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn pidfd(child: &Child) -> io::Result<Async<OwnedFd>> {
+    use rustix::process::{pidfd_open, PidfdFlags};
+    Async::new(pidfd_open(Pid::from_child(child), PidfdFlags::empty())?)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn pidfd(_: &Child) -> io::Result<Async<OwnedFd>> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// Waits for `child` on a pool thread (it blocks there, not on the loop).
+#[allow(clippy::disallowed_methods)]
+fn reap_on_pool(mut child: Child) -> blocking::Task<io::Result<ExitStatus>> {
+    blocking::unblock(move || child.wait())
+}
+
 type PipeError = (&'static str, io::Error);
 
 /// The leader's exit and the pipes, polled together so that waiting for one
 /// keeps the other moving.
 struct Watch<'a> {
-    exit: Pin<Box<dyn Future<Output = io::Result<ExitStatus>> + 'a>>,
+    leader: Leader,
     pipes: Pin<Box<dyn Future<Output = Result<(), PipeError>> + 'a>>,
     exited: Option<io::Result<ExitStatus>>,
     drained: Option<Result<(), PipeError>>,
@@ -196,7 +331,7 @@ impl Watch<'_> {
         let mut timer = Timer::after(limit);
         poll_fn(|cx| {
             if self.exited.is_none() {
-                if let Poll::Ready(r) = self.exit.as_mut().poll(cx) {
+                if let Poll::Ready(r) = self.leader.poll_exit(cx) {
                     self.exited = Some(r);
                 }
             }
@@ -219,20 +354,20 @@ impl Watch<'_> {
 
 /// Feeds stdin and drains stdout and stderr, all at once.
 async fn pump(
-    stdin: Option<ChildStdin>,
+    stdin: Option<Async<ChildStdin>>,
     input: Option<Vec<u8>>,
-    stdout: Option<ChildStdout>,
-    stderr: Option<ChildStderr>,
+    stdout: Option<Async<ChildStdout>>,
+    stderr: Option<Async<ChildStderr>>,
     out: &mut Capture,
     err: &mut Capture,
 ) -> Result<(), PipeError> {
     let feed = async {
-        let (Some(mut pipe), Some(input)) = (stdin, input) else {
+        let (Some(pipe), Some(input)) = (stdin, input) else {
             return Ok(());
         };
         // A child that exits without reading its stdin closes the pipe:
         // that is its business, not a failure of ours.
-        match pipe.write_all(&input).await {
+        match write_all(&pipe, &input).await {
             Err(e) if e.kind() != io::ErrorKind::BrokenPipe => Err(("write stdin of", e)),
             _ => Ok(()),
         }
@@ -245,15 +380,35 @@ async fn pump(
     read_err.map_err(|e| ("read stderr of", e))
 }
 
-async fn drain(pipe: Option<impl AsyncRead + Unpin>, capture: &mut Capture) -> io::Result<()> {
-    let Some(mut pipe) = pipe else {
+async fn write_all<T: AsFd>(pipe: &Async<T>, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match pipe.write_with(|p| Ok(rustix::io::write(p, bytes)?)).await {
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn drain<T: AsFd>(pipe: Option<Async<T>>, capture: &mut Capture) -> io::Result<()> {
+    let Some(pipe) = pipe else {
         return Ok(());
     };
-    let mut chunk = vec![0; CHUNK];
     loop {
-        match pipe.read(&mut chunk).await {
+        // The read and the copy happen inside one synchronous call, so the
+        // buffer lives on the stack of whichever thread polls, for that
+        // call only: eight commands at once left the heap 2 × 16 KiB each
+        // to fragment.
+        let read = pipe.read_with(|p| {
+            let mut chunk = [0; CHUNK];
+            let n = rustix::io::read(p, &mut chunk[..])?;
+            capture.push(&chunk[..n]);
+            Ok(n)
+        });
+        match read.await {
             Ok(0) => return Ok(()),
-            Ok(n) => capture.push(&chunk[..n]),
+            Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
@@ -286,7 +441,23 @@ impl Capture {
 
 #[cfg(test)]
 mod tests {
-    use super::Capture;
+    use super::*;
+
+    #[test]
+    fn without_a_pidfd_a_pool_thread_waits_for_the_leader() {
+        let spec = CommandSpec::new(
+            vec!["sh".into(), "-c".into(), "exit 3".into()],
+            Duration::from_secs(5),
+        );
+        let child = smol::block_on(spawn(build(&spec, "sh")))
+            .expect("spawn")
+            .watched();
+        let mut leader = Leader::Pool(Some(reap_on_pool(child)));
+        let status = smol::block_on(poll_fn(|cx| leader.poll_exit(cx))).expect("wait");
+        assert_eq!(status.code(), Some(3));
+        // Reaped once: asking again is an error, not a hang.
+        assert!(smol::block_on(poll_fn(|cx| leader.poll_exit(cx))).is_err());
+    }
 
     #[test]
     fn capture_keeps_the_first_cap_bytes_and_notes_the_rest() {

@@ -18,8 +18,10 @@
 //! epoll, eventfd and timerfd calls are rustix's (as in `polling`, without
 //! its `unsafe` registration API: this module has no `unsafe`).
 //!
-//! What is not on the idle path stays on async-io (subprocesses, signals,
-//! inotify): while idle its thread blocks in `epoll_wait` without a timeout.
+//! Subprocesses (`offload::run_command`) wait here too: their pipes and
+//! pidfd are [`Async`] sources, their timeouts [`Timer`]s. What is not on
+//! the idle path stays on async-io (the signal pipe): while idle its
+//! thread blocks in `epoll_wait` without a timeout.
 //! And every type here binds to a reactor when first used: inside
 //! [`block_on`] to this one, elsewhere to async-io's — so the library's
 //! types keep working on any smol executor (`smol::block_on`, tests).
