@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Usage: profile.sh [x86_64-unknown-linux-musl]
+# Usage: profile.sh [--no-default-features] [x86_64-unknown-linux-musl]
 #
-# Writes scripts/layout/hot-functions.TARGET.txt (default target: the host's
-# x86_64-unknown-linux-gnu): every function the bridge runs
+# Writes scripts/layout/hot-functions.TARGET.FEATURES.txt (default target:
+# the host's x86_64-unknown-linux-gnu; FEATURES: default or minimal): every
+# function the bridge runs
 # from start to stop, demangled. First those of an idle bridge (start,
 # connect, heartbeats), then those of its work (a DM answered by the agent,
 # a voice note transcribed, a stranger's pairing code, a spooled result,
@@ -15,14 +16,23 @@
 # change much; a stale list costs resident memory, never correctness.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+features=default build=()
+if [ "${1:-}" = --no-default-features ]; then
+    features=minimal build=(--no-default-features)
+    shift
+fi
 target="${1:-x86_64-unknown-linux-gnu}"
-out="scripts/layout/hot-functions.$target.txt"
+out="scripts/layout/hot-functions.$target.$features.txt"
 case "$target" in
-    x86_64-unknown-linux-gnu) build=() built=target/release/smolcord ;;
-    *) build=(--target "$target") built="target/$target/release/smolcord" ;;
+    x86_64-unknown-linux-gnu) built=target/release/smolcord ;;
+    *) build+=(--target "$target") built="target/$target/release/smolcord" ;;
 esac
 work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+
+# The simulator comes from the default build (a minimal one has none).
+cargo build --release --bins >&2
+cp target/release/smolcord "$work/sim"
 
 # The release build as it ships, but with its symbols (see cc-hot-first), so
 # callgrind names every function with the hashes the next link will see.
@@ -47,7 +57,7 @@ touch src/main.rs # the next build links again, stripped, with the new list
 ) 2>/dev/null
 
 port=$((20000 + RANDOM % 20000))
-"$bin" sim --listen "127.0.0.1:$port" --heartbeat-ms 1000 \
+"$work/sim" sim --listen "127.0.0.1:$port" --heartbeat-ms 1000 \
     --tls-cert "$work/leaf.pem" --tls-key "$work/leaf.key" >"$work/sim.log" 2>&1 &
 control="https://127.0.0.1:$port/control"
 curl() { command curl --cacert "$work/ca.pem" "$@"; }
