@@ -286,9 +286,9 @@ fn server_errors_are_retried() {
 }
 
 #[test]
-fn unanswered_request_times_out() {
+fn unanswered_request_times_out_after_three_tries() {
     run(async {
-        let server = Server::start(vec![Canned::hang()]).await;
+        let server = Server::start(vec![Canned::hang(), Canned::hang(), Canned::hang()]).await;
         let start = Instant::now();
         let err = client(&server)
             .with_timeout(Duration::from_millis(300))
@@ -302,11 +302,96 @@ fn unanswered_request_times_out() {
             }
         );
         assert!(!err.is_permanent());
+        assert_eq!(server.requests().len(), 3, "three tries, then give up");
         assert!(
-            start.elapsed() < Duration::from_secs(5),
+            start.elapsed() < Duration::from_secs(10),
             "{:?}",
             start.elapsed()
         );
+    });
+}
+
+#[test]
+fn idempotent_requests_are_sent_again_after_a_timeout() {
+    run(async {
+        let server = Server::start(vec![
+            Canned::hang(),
+            Canned::json(
+                200,
+                r#"{"url":"wss://gw.example","shards":1,"session_start_limit":{"total":1000,"remaining":998,"reset_after":3600000,"max_concurrency":1}}"#,
+            ),
+            Canned::hang(),
+            Canned::json(200, r#"{"id":"555","type":1}"#),
+            Canned::hang(),
+            Canned::json(200, &message_json("77")),
+            Canned::hang(),
+            Canned::new(204, ""),
+        ])
+        .await;
+        // Long enough that an answer that is not held back always makes it.
+        let rest = client(&server).with_timeout(Duration::from_millis(500));
+        rest.gateway_bot().await.unwrap();
+        rest.create_dm("42").await.unwrap();
+        rest.edit_message("123", "77", "done").await.unwrap();
+        rest.trigger_typing("123").await.unwrap();
+        let seen: Vec<String> = server
+            .requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                "GET /api/v10/gateway/bot",
+                "GET /api/v10/gateway/bot",
+                "POST /api/v10/users/@me/channels",
+                "POST /api/v10/users/@me/channels",
+                "PATCH /api/v10/channels/123/messages/77",
+                "PATCH /api/v10/channels/123/messages/77",
+                "POST /api/v10/channels/123/typing",
+                "POST /api/v10/channels/123/typing",
+            ]
+        );
+    });
+}
+
+/// A message whose first answer comes too late: the simulator (which
+/// dedupes nonces as Discord does) created it, the client gave up on the
+/// answer and sent it again with the same nonce, and got the one message.
+#[cfg(feature = "sim")]
+#[test]
+fn a_message_that_timed_out_is_sent_again_and_posted_once() {
+    use smolcord::rest::Nonce;
+    use smolcord::sim::{RestFault, RestFaultKind, SimConfig, Simulator, DEFAULT_SIM_TOKEN};
+    run(async {
+        let sim = Simulator::start(SimConfig::default()).expect("simulator starts");
+        let (_, dm) = sim.send_dm(42, "alice", "hi");
+        let path = format!("/api/v10/channels/{dm}/messages");
+        // Held far past the client's timeout (and the test's bound: the
+        // call returns long before the held answer would come).
+        sim.rest_fault(RestFault {
+            kind: RestFaultKind::Delay(Duration::from_secs(60)),
+            count: 1,
+            path_prefix: Some(path.clone()),
+        });
+        let rest = RestClient::new(&sim.api_base(), Token::new(DEFAULT_SIM_TOKEN).unwrap())
+            .with_timeout(Duration::from_secs(1));
+        let nonce = Nonce::new("r1.0").unwrap();
+        let message = rest
+            .create_message_with_nonce(&dm.to_string(), "the reply", &nonce)
+            .await
+            .expect("the retry gets the message the first try created");
+        let messages = sim.messages_in(dm);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(message.id, messages[0].id.to_string());
+        let posts: Vec<_> = sim
+            .rest_requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path == path)
+            .collect();
+        assert_eq!(posts.len(), 2, "the first try and one retry");
+        assert!(posts.iter().all(|r| r.body["nonce"] == "r1.0"));
+        assert_eq!(sim.stats().totals.duplicates_prevented, 1);
     });
 }
 

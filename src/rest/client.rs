@@ -40,7 +40,10 @@ pub const DEFAULT_DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_RATE_LIMITED: u32 = 5;
 /// Total rate-limit waiting accepted for one call.
 const MAX_RATE_WAIT: Duration = Duration::from_secs(60);
-/// Tries for a 5xx or transport failure (first try included).
+/// Tries for a 5xx, a transport failure or (on an idempotent route) a
+/// timeout, counted together (first try included). A call is thus at most
+/// this many timeouts plus the back-offs long, as it already was when a
+/// 5xx came just before the timeout, besides its rate-limit waits.
 const TRANSIENT_TRIES: u32 = 3;
 /// First back-off after a 5xx or transport failure; doubles each time.
 const BACKOFF: Duration = Duration::from_millis(250);
@@ -73,12 +76,17 @@ impl fmt::Debug for RestClient {
 }
 
 /// A request before it is sent: method, template (for errors and buckets),
-/// concrete path, major parameter.
+/// concrete path, major parameter, and whether it may be sent again after a
+/// timeout.
 struct Route {
     method: &'static str,
     template: &'static str,
     path: String,
     major: String,
+    /// Sending it twice has the effect of sending it once. A request that
+    /// timed out may have reached Discord and taken effect (only the answer
+    /// was late or lost), so it is retried only when this holds.
+    idempotent: bool,
 }
 
 impl Route {
@@ -93,6 +101,10 @@ impl Route {
             template: "/channels/{channel_id}/messages",
             path: format!("/channels/{channel_id}/messages"),
             major: channel_id.to_owned(),
+            // Every message the client creates carries a nonce with
+            // `enforce_nonce` (see `message_body`): Discord answers a repeat
+            // with the message the first one created.
+            idempotent: true,
         };
         snowflake(&route, "channel_id", channel_id)?;
         Ok(route)
@@ -105,6 +117,8 @@ impl Route {
             template: "/channels/{channel_id}/messages/{message_id}",
             path: format!("/channels/{channel_id}/messages/{message_id}"),
             major: channel_id.to_owned(),
+            // An edit sets the content (and attachments): a repeat sets the same.
+            idempotent: true,
         };
         snowflake(&route, "channel_id", channel_id)?;
         snowflake(&route, "message_id", message_id)?;
@@ -200,6 +214,7 @@ impl RestClient {
             template: "/gateway/bot",
             path: "/gateway/bot".into(),
             major: String::new(),
+            idempotent: true,
         };
         self.call(route, None).await
     }
@@ -212,6 +227,8 @@ impl RestClient {
             template,
             path: template.into(),
             major: String::new(),
+            // Opening a DM that is open returns the same channel.
+            idempotent: true,
         };
         snowflake(&route, "recipient_id", recipient_id)?;
         let body = serde_json::json!({ "recipient_id": recipient_id });
@@ -310,6 +327,8 @@ impl RestClient {
             template: "/channels/{channel_id}/typing",
             path: format!("/channels/{channel_id}/typing"),
             major: channel_id.to_owned(),
+            // A second "typing…" within the first one's 10 s shows nothing new.
+            idempotent: true,
         };
         snowflake(&route, "channel_id", channel_id)?;
         // An empty body still gets `Content-Length: 0`, which proxies want.
@@ -338,6 +357,10 @@ impl RestClient {
             let (task_route, dest) = (route.clone(), dest.to_path_buf());
             let result =
                 unblock(move || fetch_to_file(&agent, out, &task_route, max_bytes, dest)).await;
+            // A download that timed out is not tried again, although a GET is
+            // safe to repeat: it had `download_timeout` (60 s) for a big file
+            // on a slow link, and starting over from the first byte would most
+            // likely time out too, after minutes the voice note waits for.
             match result {
                 Err(e) if tries < TRANSIENT_TRIES && is_transient(&e) => {
                     log::warn!("{e}; retrying");
@@ -413,7 +436,7 @@ impl RestClient {
             let result = unblock(move || exchange(&agent, out, &task_route)).await;
             let reply = match result {
                 Ok(reply) => reply,
-                Err(e) if transient + 1 < TRANSIENT_TRIES && is_transient(&e) => {
+                Err(e) if transient + 1 < TRANSIENT_TRIES && worth_retrying(route, &e) => {
                     transient += 1;
                     log::warn!("{e}; retrying");
                     Timer::after(backoff(transient)).await;
@@ -492,12 +515,23 @@ fn retry_after(reply: &Reply) -> (Duration, bool) {
     (wait, global)
 }
 
+/// A failure that another try of the same request may not have.
 fn is_transient(e: &RestError) -> bool {
     match e {
         RestError::Transport { .. } => true,
         RestError::Http { status, .. } => *status >= 500,
-        // A timeout already used the whole budget; the caller decides.
         _ => false,
+    }
+}
+
+/// [`is_transient`], and a timeout of an idempotent route. A timeout
+/// leaves it open whether Discord acted on the request, so a route whose
+/// repeat could act twice (a message without an enforced nonce, say: none
+/// is sent today) fails with it, and its caller decides.
+fn worth_retrying(route: &Route, e: &RestError) -> bool {
+    match e {
+        RestError::Timeout { .. } => route.idempotent,
+        e => is_transient(e),
     }
 }
 
@@ -587,4 +621,76 @@ fn download_route(url: &str) -> Result<String, RestError> {
     }
     let host = uri.host().unwrap_or_default();
     Ok(format!("GET {host}{}", uri.path()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_lite::{AsyncReadExt, AsyncWriteExt};
+
+    /// Sends a `POST` that is or is not idempotent to a server that reads
+    /// requests and never answers; returns the error and how many requests
+    /// (one connection each: a timed-out one is not reused) it sent.
+    fn against_a_hung_server(idempotent: bool) -> (RestError, usize) {
+        smol::block_on(async {
+            let listener = async_net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let (done_tx, done_rx) = smol::channel::bounded::<usize>(1);
+            let _server = smol::spawn(async move {
+                let (mut requests, mut held) = (0, Vec::new());
+                // One connection at a time, in the order they came: when the
+                // test's own "!" arrives, every try before it was counted.
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let mut first = [0u8; 1];
+                    match stream.read(&mut first).await {
+                        Ok(1) if first[0] == b'!' => {
+                            let _ = done_tx.send(requests).await;
+                        }
+                        Ok(1) => requests += 1,
+                        _ => {}
+                    }
+                    held.push(stream);
+                }
+            });
+            let rest = RestClient::new(
+                &format!("http://127.0.0.1:{port}/api/v10"),
+                Token::new("a-test-token").unwrap(),
+            )
+            .with_timeout(Duration::from_millis(300));
+            let route = Route {
+                method: "POST",
+                template: "/things",
+                path: "/things".into(),
+                major: String::new(),
+                idempotent,
+            };
+            let err = rest
+                .send(&route, Some(Body::json(b"{}".to_vec())))
+                .await
+                .err()
+                .expect("no answer, no success");
+            let mut last = async_net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            last.write_all(b"!").await.unwrap();
+            let requests = futures_lite::future::or(async { done_rx.recv().await.ok() }, async {
+                Timer::after(Duration::from_secs(20)).await;
+                None
+            })
+            .await
+            .expect("the server saw the last connection within 20 s");
+            (err, requests)
+        })
+    }
+
+    #[test]
+    fn a_request_that_may_act_twice_is_not_sent_again_after_a_timeout() {
+        let (err, requests) = against_a_hung_server(false);
+        assert!(matches!(err, RestError::Timeout { .. }), "{err:?}");
+        assert_eq!(requests, 1);
+        // The same server and route, idempotent: tried TRANSIENT_TRIES times.
+        let (err, requests) = against_a_hung_server(true);
+        assert!(matches!(err, RestError::Timeout { .. }), "{err:?}");
+        assert_eq!(requests, TRANSIENT_TRIES as usize);
+    }
 }

@@ -27,7 +27,8 @@ pub enum RestError {
         /// 429 answers received for this call.
         attempts: u32,
     },
-    /// No complete answer within the request timeout.
+    /// No complete answer within the request timeout (on each try, for a
+    /// request that is retried after a timeout).
     Timeout {
         /// The route template.
         route: String,

@@ -3,8 +3,9 @@
 //! with a [`Nonce`] that makes a re-send create nothing new),
 //! typing, attachment download — with
 //! Discord's rate limits (buckets, 429 `retry_after`, the global limit),
-//! retries of 5xx and transport failures, and typed errors carrying
-//! Discord's JSON error code.
+//! retries of 5xx and transport failures (and of timeouts, for the
+//! requests a repeat cannot make act twice: all the bridge sends), and
+//! typed errors carrying Discord's JSON error code.
 //!
 //! # Why ureq
 //!
