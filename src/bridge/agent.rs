@@ -190,10 +190,12 @@ async fn indicate(
                 if stop.is_closed() {
                     return;
                 }
-                // One try only: a failed placeholder is not worth a retry.
+                // One call only: a failed placeholder is not worth another.
                 // Not cut short when the agent finishes (a cut request may
                 // still post it, with no id for the reply to replace): the
-                // reply waits for it, INDICATOR_TIMEOUT per request.
+                // reply waits for it, INDICATOR_TIMEOUT per try. The client
+                // tries a timed-out one again (3 tries in all): its nonce
+                // returns the placeholder a late try posted, with the id.
                 placeholder_at = None;
                 let nonce = nonce::placeholder(message);
                 match rest

@@ -1,12 +1,13 @@
 //! Delivery, the end of the message path: a reply or result goes out as
 //! Discord-sized messages (split on line boundaries at 2000 characters; the
-//! REST client honours 429s and rate-limit buckets and retries 5xx), or,
-//! when that would take more than [`MAX_REPLY_MESSAGES`] messages, as one
-//! text file with a short message. Each part carries a nonce from its
-//! outbox record and the record is saved between parts ([`send`]), so a
-//! restart neither repeats nor skips one. When delivery fails for good
-//! (403, unknown channel, 5xx after retries, rate limited beyond the
-//! budget), the `dm_fallback_cmd` gets the result JSON on stdin (bounded by
+//! REST client honours 429s and rate-limit buckets and retries 5xx and
+//! timeouts, the nonce making a repeat post nothing new), or, when that
+//! would take more than [`MAX_REPLY_MESSAGES`] messages, as one text file
+//! with a short message. Each part carries a nonce from its outbox record
+//! and the record is saved between parts ([`send`]), so a restart neither
+//! repeats nor skips one. When delivery fails for good (403, unknown
+//! channel, 5xx or timeouts after retries, rate limited beyond the budget),
+//! the `dm_fallback_cmd` gets the result JSON on stdin (bounded by
 //! `dm_fallback_timeout_s`), and the result is archived with the outcome
 //! ([`settle`]): nothing is dropped silently.
 
