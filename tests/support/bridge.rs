@@ -220,13 +220,29 @@ impl Rig {
     }
 
     /// Waits until the bridge's shard has a live session (READY or RESUMED).
+    /// Waits for a gateway session and for the bridge to have saved it. The
+    /// simulator reports a session when the Identify or Resume arrives; a
+    /// test that stops the bridge right after must still find the session
+    /// on disk to resume (under load READY could still be on its way).
     pub async fn session_ready(&self, limit: Duration) -> SimEvent {
-        self.sim
+        let event = self
+            .sim
             .wait_for(limit, |e| {
                 matches!(e, SimEvent::Identified { .. } | SimEvent::Resumed { .. })
             })
             .await
-            .expect("a gateway session within the limit")
+            .expect("a gateway session within the limit");
+        let (SimEvent::Identified { session_id, .. } | SimEvent::Resumed { session_id, .. }) =
+            &event
+        else {
+            unreachable!("matched above")
+        };
+        wait_until("the session saved in session.json", limit, || {
+            self.read(bridge::SESSION_FILE)
+                .filter(|saved| saved.contains(session_id.as_str()))
+        })
+        .await;
+        event
     }
 
     pub fn read(&self, rel: &str) -> Option<String> {
