@@ -3,17 +3,16 @@
 #
 # Writes scripts/layout/hot-functions.TARGET.FEATURES.txt (default target:
 # the host's x86_64-unknown-linux-gnu; FEATURES: default or minimal): every
-# function the bridge runs
-# from start to stop, demangled. First those of an idle bridge (start,
-# connect, heartbeats), then those of its work (a DM answered by the agent,
-# a voice note transcribed, a stranger's pairing code, a spooled result,
-# `smolcord status`, the stop). cc-hot-first puts them first in the
-# binary's .text in this order (why: its header).
+# function the bridge runs from start to stop, demangled. First those of an
+# idle bridge (start, connect, heartbeats), then those of its work (a DM
+# answered by the agent, a voice note transcribed, a stranger's pairing
+# code, a spooled result, `smolcord status`, the stop). cc-hot-first puts
+# them first in the binary's .text in this order (why: its header).
 #
 # Over TLS, as a bridge reaches Discord (wss:// and https://, a throwaway
 # CA). Needs valgrind (callgrind lists every function executed), openssl,
-# curl and c++filt; takes ≈ 2 minutes. Run it again when the bridge's code paths
-# change much; a stale list costs resident memory, never correctness.
+# curl and c++filt; takes ≈ 1 minute. Run it again when the bridge's code
+# paths change much; a stale list costs resident memory, never correctness.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 features=default build=()
@@ -84,19 +83,18 @@ wait_for() { # PATTERN FILE: a line of FILE matches, within 120 s
     cat "$2" >&2
     exit 1
 }
-post() { curl -sf -X POST -H 'Content-Type: application/json' -d "$2" "$control/$1" >/dev/null; }
+post() { curl -sf -X POST -H 'Content-Type: application/json' -d "$2" "$control/$1"; }
 
 wait_for "ready as" "$work/bridge.log"
 sleep 3 # a few heartbeats and their ACKs
 callgrind_control --dump "$bridge" >/dev/null # the idle bridge's functions
-post dm '{"author_id": "42", "author_name": "owner", "content": "hello"}'
-post dm "{\"author_id\": \"42\", \"author_name\": \"owner\", \"voice_ogg_base64\": \"$(base64 -w0 "$work/voice.ogg")\", \"duration_secs\": 2}"
-post dm '{"author_id": "7", "author_name": "stranger", "content": "hi"}'
-channel=$(curl -sf "$control/messages" | grep -o '"channel_id":"[0-9]*"' | head -1 | grep -o '[0-9]*' || true)
-if [ -n "$channel" ]; then
-    printf '{"channel_id": "%s", "content": "a queued result"}' "$channel" >"$state/spool/results/r1.json.tmp"
-    mv "$state/spool/results/r1.json.tmp" "$state/spool/results/r1.json"
-fi
+# The owner's DM channel, for a spooled result.
+channel=$(post dm '{"author_id": "42", "author_name": "owner", "content": "hello"}' |
+    grep -o '"channel_id": *"\?[0-9]*' | grep -o '[0-9]*$')
+post dm "{\"author_id\": \"42\", \"author_name\": \"owner\", \"voice_ogg_base64\": \"$(base64 -w0 "$work/voice.ogg")\", \"duration_secs\": 2}" >/dev/null
+post dm '{"author_id": "7", "author_name": "stranger", "content": "hi"}' >/dev/null
+printf '{"channel_id": "%s", "content": "a queued result"}' "$channel" >"$state/spool/results/r1.json.tmp"
+mv "$state/spool/results/r1.json.tmp" "$state/spool/results/r1.json"
 SMOLCORD_STATE_DIR="$state" SMOLCORD_CA_FILE="$work/ca.pem" "$bin" status >/dev/null || true
 sleep 5 # a few heartbeats and their ACKs
 kill -TERM "$bridge"
