@@ -102,10 +102,22 @@ http_get() {
     printf '%s' "${response#*$'\r\n\r\n'}"
 }
 
-# totals_number NAME: `"NAME":N` from the flat `"totals":{...}` object of
-# /control/stats on stdin (key order is not fixed), or 0.
+# totals_number NAME: `"NAME":N` from the `"totals":{...}` object of
+# /control/stats on stdin (key order is not fixed), or 0. Only the object's
+# own keys count: it holds nested objects too (`identifies_by_bucket`), so
+# it is read to its matching brace with those left out, not to the first `}`.
 totals_number() {
-    grep -o '"totals":{[^}]*}' | grep -o "\"$1\":[0-9]*" | head -1 | cut -d: -f2 | grep . || echo 0
+    awk '{
+        i = index($0, "\"totals\":{"); if (!i) next
+        s = substr($0, i + 9); depth = 0; own = ""
+        for (j = 1; j <= length(s); j++) {
+            c = substr(s, j, 1)
+            if (c == "{") { depth++; continue }
+            if (c == "}") { if (--depth == 0) break; continue }
+            if (depth == 1) own = own c
+        }
+        print own
+    }' | grep -o "\"$1\":[0-9]*" | head -1 | cut -d: -f2 | grep . || echo 0
 }
 
 # --- steps -------------------------------------------------------------------
