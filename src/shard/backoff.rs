@@ -48,6 +48,15 @@ impl Backoff {
         delay
     }
 
+    /// The delay before the next attempt, between half the ceiling and all
+    /// of it (many clients still spread out, none retries much sooner than
+    /// the step); counts the attempt.
+    pub fn next_delay_at_least_half(&mut self) -> Duration {
+        let ceiling = self.ceiling();
+        self.attempt = self.attempt.saturating_add(1);
+        ceiling / 2 + ceiling.mul_f64(fastrand::f64()) / 2
+    }
+
     /// Called when a connection ends: one that was healthy (session live
     /// since `healthy_since` for at least `healthy_after`) resets the count.
     pub fn connection_ended(&mut self, healthy_since: Option<Instant>, now: Instant) {

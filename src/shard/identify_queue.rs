@@ -315,21 +315,13 @@ async fn remote_turn(url: &str, shown: &str, which: &str) {
             Ok(status) => format!("answered HTTP {status}"),
             Err(err) => err,
         };
-        let wait = retry_wait(&mut backoff);
+        let wait = backoff.next_delay_at_least_half();
         log::error!(
             "identify queue {shown} {failure}; {which} does not identify without it (bypassing it is how a fleet burns its daily identify budget): asking again in {:.1} s",
             wait.as_secs_f64()
         );
         crate::rt::Timer::after(wait).await;
     }
-}
-
-/// The backoff's next step, jittered to between half of it and all of it:
-/// spread out, yet never hammering a queue that is down.
-fn retry_wait(backoff: &mut Backoff) -> Duration {
-    let ceiling = backoff.ceiling();
-    backoff.next_delay();
-    ceiling / 2 + ceiling.mul_f64(fastrand::f64()) / 2
 }
 
 /// `url` as logged: without user info or query, either of which may carry
@@ -464,7 +456,9 @@ mod tests {
             Duration::from_secs(8),
             Duration::MAX,
         );
-        let waits: Vec<Duration> = (0..50).map(|_| retry_wait(&mut backoff)).collect();
+        let waits: Vec<Duration> = (0..50)
+            .map(|_| backoff.next_delay_at_least_half())
+            .collect();
         assert!(waits
             .iter()
             .all(|w| (Duration::from_secs(4)..=Duration::from_secs(8)).contains(w)));
