@@ -7,7 +7,7 @@
 //! ```text
 //! cargo run --release --example shard_heap -- [N] [ROUNDS]   # 16, 3
 //! ```
-// The reason for `unsafe` (DESIGN.md): a counting allocator must implement
+// The reason for `unsafe` (docs/design.md, "Style we follow"): a counting allocator must implement
 // `GlobalAlloc`, an unsafe trait; it only forwards to `System`.
 // A benchmark driver: it starts children and waits on them.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]

@@ -1,5 +1,5 @@
 //! Knobs of the bridge that are not config keys: timings and concurrency
-//! that tests shorten and that the README's budget names.
+//! that tests shorten and that docs/budget.md names.
 
 use super::pairing::PairingRules;
 use std::time::Duration;
