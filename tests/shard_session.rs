@@ -229,8 +229,8 @@ fn close_codes_resume_reidentify_or_stop() {
 #[test]
 fn a_fatal_close_stops_with_a_clear_error() {
     for (code, hint) in [
-        (4004, "DISCORD_TOKEN"),
-        (4014, "privileged intents"),
+        (4004, "token was rejected"),
+        (4014, "privileged intent"),
         (4013, "intents"),
     ] {
         let sim = sim(5_000);
@@ -390,7 +390,7 @@ fn oversized_commands_are_refused_before_sending() {
         let mut presence = smolcord::protocol::PresenceUpdate::online();
         presence.activities.push(smolcord::protocol::Activity {
             name: "x".repeat(5000),
-            kind: 0,
+            ..Default::default()
         });
         let error = handle
             .send(smolcord::protocol::Command::PresenceUpdate(presence))

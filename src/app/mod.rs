@@ -22,6 +22,7 @@ macro_rules! say_raw {
 mod demo;
 mod demo_tools;
 mod failures;
+mod fatal_fix;
 mod logging;
 mod pair;
 mod run;

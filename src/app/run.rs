@@ -12,7 +12,9 @@ use crate::protocol::Intents;
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::rest::RestClient;
 use crate::rt::Timer;
-use crate::shard::{RemoteIdentifyQueue, ShardConfig, ShardRange, ShardSet, ShardSetHandle};
+use crate::shard::{
+    RemoteIdentifyQueue, ShardConfig, ShardError, ShardRange, ShardSet, ShardSetHandle,
+};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
@@ -116,7 +118,14 @@ pub fn exit_code(outcome: BridgeOutcome) -> ExitCode {
             ExitCode::from(RESTART_EXIT_CODE)
         }
         BridgeOutcome::ShardFatal(error) => {
-            eprintln!("smolcord: {error}");
+            let fix = match &error {
+                ShardError::Fatal { code, .. } => super::fatal_fix::setting_for(*code),
+                _ => None,
+            };
+            match fix {
+                Some(fix) => eprintln!("smolcord: {error}; {fix}"),
+                None => eprintln!("smolcord: {error}"),
+            }
             ExitCode::from(FATAL_EXIT_CODE)
         }
     }

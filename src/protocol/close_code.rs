@@ -23,6 +23,16 @@ impl CloseCode {
     pub const RESUME: CloseCode = CloseCode(4000);
     /// 1000: normal closure; ends the session (bot shows offline).
     pub const NORMAL: CloseCode = CloseCode(1000);
+    /// 1001: going away; ends the session like 1000.
+    pub const GOING_AWAY: CloseCode = CloseCode(1001);
+
+    /// Whether a client closing with this code ends its session: Discord
+    /// invalidates the session on 1000 and 1001 (the bot shows offline at
+    /// once, a resume fails); any other code keeps it resumable for a few
+    /// minutes ([Discord: Resuming](https://discord.com/developers/docs/events/gateway#resuming)).
+    pub fn ends_session(self) -> bool {
+        matches!(self.0, 1000 | 1001)
+    }
 
     /// What a client should do after the server closed with this code.
     pub fn action(self) -> CloseAction {
@@ -61,15 +71,16 @@ impl CloseCode {
         }
     }
 
-    /// For fatal codes: what the operator must change.
+    /// For fatal codes: what must change before connecting again, in the
+    /// protocol's terms (an application adds where its own settings are).
     pub fn advice(self) -> Option<&'static str> {
         Some(match self.0 {
-            4004 => "check DISCORD_TOKEN (or token_file): the token was rejected",
-            4010 => "check `shard` in the config: the shard id must be below the shard count",
-            4011 => "the bot is in too many guilds for one shard: raise the shard count in `shard`",
-            4012 => "this build speaks an API version the gateway no longer accepts: upgrade smolcord",
-            4013 => "check `intents` in the config: the bitmask has bits Discord does not know",
-            4014 => "enable the privileged intents you request in the Developer Portal (Bot page), or remove them from `intents`",
+            4004 => "the token was rejected: use the bot's current token (Developer Portal, Bot page)",
+            4010 => "the shard id in Identify must be below the shard count",
+            4011 => "the bot is in too many guilds for this shard count: run more shards (GET /gateway/bot recommends a count)",
+            4012 => "the gateway no longer accepts this API version",
+            4013 => "the intents bitmask has bits Discord does not know",
+            4014 => "a privileged intent requested is not enabled for this application (Developer Portal, Bot page): enable it or stop requesting it",
             _ => return None,
         })
     }

@@ -1,5 +1,14 @@
 //! What a client sends: Heartbeat, Identify, Resume, Presence Update,
-//! Request Guild Members.
+//! Voice State Update, Request Guild Members, Request Soundboard Sounds,
+//! and [`Command::Raw`] for an opcode this model does not cover.
+//!
+//! ```
+//! use smolcord::protocol::{Command, RawCommand};
+//! let raw = RawCommand::new(43, serde_json::json!({"guild_id": "1", "fields": ["status"]})).unwrap();
+//! assert_eq!(Command::Raw(raw).to_json().unwrap(), r#"{"op":43,"d":{"fields":["status"],"guild_id":"1"}}"#);
+//! // The session's own opcodes belong to the shard: a raw Identify is refused.
+//! assert!(RawCommand::new(2, serde_json::json!({})).is_err());
+//! ```
 
 use super::intents::Intents;
 use super::opcode::OpCode;
@@ -89,14 +98,21 @@ impl fmt::Debug for Resume {
     }
 }
 
-/// An activity in a presence.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// An activity in a presence. Bots may set `name`, `type`, `state` and
+/// `url` ([Discord: Activity Object](https://discord.com/developers/docs/events/gateway-events#activity-object)).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Activity {
     /// Shown text.
     pub name: String,
     /// 0 playing, 1 streaming, 2 listening, 3 watching, 4 custom, 5 competing.
     #[serde(rename = "type")]
     pub kind: u8,
+    /// The user's current party status, or the text of a custom status (type 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Stream URL, validated when `type` is 1 (streaming).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// op 3: set the bot's presence (also Identify's `presence`).
@@ -147,6 +163,104 @@ pub struct RequestGuildMembers {
     pub nonce: Option<String>,
 }
 
+/// op 4: join, move between or leave (`channel_id: None`) voice channels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VoiceStateUpdate {
+    /// The guild.
+    pub guild_id: Snowflake,
+    /// The voice channel to join, or `None` to leave.
+    pub channel_id: Option<Snowflake>,
+    /// Whether the bot is muted.
+    pub self_mute: bool,
+    /// Whether the bot is deafened.
+    pub self_deaf: bool,
+}
+
+/// op 31: ask for the soundboard sounds of guilds (answered by
+/// SOUNDBOARD_SOUNDS dispatches).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestSoundboardSounds {
+    /// The guilds.
+    pub guild_ids: Vec<Snowflake>,
+}
+
+/// Any other opcode with its payload, for what this model does not cover
+/// (op 43 Request Channel Info, or one Discord adds later). The opcodes the
+/// shard runs the session with itself — 1 Heartbeat, 2 Identify, 6 Resume —
+/// and the ones only the gateway sends are refused: a second Identify or a
+/// stray Resume would end the session the shard keeps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawCommand {
+    op: u8,
+    d: serde_json::Value,
+}
+
+impl RawCommand {
+    /// `op` with payload `d`, unless `op` is the shard's own or a receive-only one.
+    pub fn new(op: u8, d: serde_json::Value) -> Result<RawCommand, CommandError> {
+        match OpCode::from_u8(op) {
+            Some(
+                OpCode::Heartbeat
+                | OpCode::Identify
+                | OpCode::Resume
+                | OpCode::Dispatch
+                | OpCode::Reconnect
+                | OpCode::InvalidSession
+                | OpCode::Hello
+                | OpCode::HeartbeatAck,
+            ) => Err(CommandError::Reserved { op }),
+            _ => Ok(RawCommand { op, d }),
+        }
+    }
+
+    /// The opcode.
+    pub fn op(&self) -> u8 {
+        self.op
+    }
+}
+
+/// Why a command could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandError {
+    /// Serialising the payload failed.
+    Encode {
+        /// The opcode.
+        op: u8,
+        /// serde_json's reason.
+        detail: String,
+    },
+    /// The encoded payload is over [`MAX_PAYLOAD_BYTES`] (Discord closes 4002).
+    TooLarge {
+        /// The opcode.
+        op: u8,
+        /// The encoded size.
+        bytes: usize,
+    },
+    /// A [`RawCommand`] with an opcode the shard sends itself or only receives.
+    Reserved {
+        /// The opcode.
+        op: u8,
+    },
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::Encode { op, detail } => write!(f, "cannot encode op {op}: {detail}"),
+            CommandError::TooLarge { op, bytes } => write!(
+                f,
+                "op {op} command is {bytes} bytes; the gateway accepts at most {MAX_PAYLOAD_BYTES}"
+            ),
+            CommandError::Reserved { op } => write!(
+                f,
+                "op {op} is not sent as a raw command: the shard sends heartbeats, Identify and Resume itself, and the others only arrive"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
 /// A command a client sends to the gateway.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -158,8 +272,14 @@ pub enum Command {
     PresenceUpdate(PresenceUpdate),
     /// op 6.
     Resume(Resume),
+    /// op 4.
+    VoiceStateUpdate(VoiceStateUpdate),
     /// op 8.
     RequestGuildMembers(RequestGuildMembers),
+    /// op 31.
+    RequestSoundboardSounds(RequestSoundboardSounds),
+    /// Any other opcode (see [`RawCommand`]).
+    Raw(RawCommand),
 }
 
 /// Alias kept for readers looking for the heartbeat payload type.
@@ -172,35 +292,44 @@ struct Envelope<'a, T: Serialize> {
 }
 
 impl Command {
-    /// The opcode this command is sent with.
-    pub fn opcode(&self) -> OpCode {
-        match self {
+    /// The wire opcode this command is sent with.
+    pub fn op(&self) -> u8 {
+        let code = match self {
             Command::Heartbeat(_) => OpCode::Heartbeat,
             Command::Identify(_) => OpCode::Identify,
             Command::PresenceUpdate(_) => OpCode::PresenceUpdate,
             Command::Resume(_) => OpCode::Resume,
+            Command::VoiceStateUpdate(_) => OpCode::VoiceStateUpdate,
             Command::RequestGuildMembers(_) => OpCode::RequestGuildMembers,
-        }
+            Command::RequestSoundboardSounds(_) => OpCode::RequestSoundboardSounds,
+            Command::Raw(raw) => return raw.op,
+        };
+        code.as_u8()
     }
 
     /// Encodes the command as gateway JSON, refusing payloads over
     /// [`MAX_PAYLOAD_BYTES`] with an error naming the size.
-    pub fn to_json(&self) -> Result<String, String> {
-        let op = self.opcode().as_u8();
+    pub fn to_json(&self) -> Result<String, CommandError> {
+        let op = self.op();
         let json = match self {
             Command::Heartbeat(seq) => serde_json::to_string(&Envelope { op, d: seq }),
             Command::Identify(d) => serde_json::to_string(&Envelope { op, d }),
             Command::PresenceUpdate(d) => serde_json::to_string(&Envelope { op, d }),
             Command::Resume(d) => serde_json::to_string(&Envelope { op, d }),
+            Command::VoiceStateUpdate(d) => serde_json::to_string(&Envelope { op, d }),
             Command::RequestGuildMembers(d) => serde_json::to_string(&Envelope { op, d }),
+            Command::RequestSoundboardSounds(d) => serde_json::to_string(&Envelope { op, d }),
+            Command::Raw(raw) => serde_json::to_string(&Envelope { op, d: &raw.d }),
         }
-        .map_err(|err| format!("cannot encode {:?} command: {err}", self.opcode()))?;
+        .map_err(|err| CommandError::Encode {
+            op,
+            detail: err.to_string(),
+        })?;
         if json.len() > MAX_PAYLOAD_BYTES {
-            return Err(format!(
-                "{:?} command is {} bytes; the gateway accepts at most {MAX_PAYLOAD_BYTES}",
-                self.opcode(),
-                json.len()
-            ));
+            return Err(CommandError::TooLarge {
+                op,
+                bytes: json.len(),
+            });
         }
         Ok(json)
     }
@@ -281,9 +410,65 @@ mod tests {
         presence.activities.push(Activity {
             name: "x".repeat(5000),
             kind: 0,
+            state: None,
+            url: None,
         });
         let err = Command::PresenceUpdate(presence).to_json().unwrap_err();
-        assert!(err.contains("at most 4096"), "{err}");
+        assert!(matches!(err, CommandError::TooLarge { op: 3, .. }), "{err}");
+        assert!(err.to_string().contains("at most 4096"), "{err}");
+    }
+
+    #[test]
+    fn voice_and_soundboard_match_documented_shapes() {
+        let voice = Command::VoiceStateUpdate(VoiceStateUpdate {
+            guild_id: Snowflake::new(41771983423143937),
+            channel_id: None,
+            self_mute: false,
+            self_deaf: true,
+        });
+        let json: Value = serde_json::from_str(&voice.to_json().unwrap()).unwrap();
+        assert_eq!(
+            json,
+            json!({"op":4,"d":{"guild_id":"41771983423143937","channel_id":null,"self_mute":false,"self_deaf":true}})
+        );
+        let sounds = Command::RequestSoundboardSounds(RequestSoundboardSounds {
+            guild_ids: vec![Snowflake::new(613425648685547541)],
+        });
+        assert_eq!(
+            sounds.to_json().unwrap(),
+            r#"{"op":31,"d":{"guild_ids":["613425648685547541"]}}"#
+        );
+    }
+
+    #[test]
+    fn raw_commands_cannot_take_over_the_session() {
+        for op in [0, 1, 2, 6, 7, 9, 10, 11] {
+            assert_eq!(
+                RawCommand::new(op, json!({})),
+                Err(CommandError::Reserved { op }),
+                "{op}"
+            );
+        }
+        let raw = RawCommand::new(43, json!({"guild_id":"1"})).unwrap();
+        assert_eq!(raw.op(), 43);
+        assert_eq!(
+            Command::Raw(raw).to_json().unwrap(),
+            r#"{"op":43,"d":{"guild_id":"1"}}"#
+        );
+    }
+
+    #[test]
+    fn activity_carries_state_and_url_only_when_set() {
+        let activity = Activity {
+            name: "Custom Status".into(),
+            kind: 4,
+            state: Some("on call".into()),
+            url: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&activity).unwrap(),
+            json!({"name":"Custom Status","type":4,"state":"on call"})
+        );
     }
 
     #[test]

@@ -114,6 +114,21 @@ impl Intents {
     }
 }
 
+/// `Intents::DIRECT_MESSAGES | Intents::MESSAGE_CONTENT`.
+impl std::ops::BitOr for Intents {
+    type Output = Intents;
+
+    fn bitor(self, other: Intents) -> Intents {
+        self.union(other)
+    }
+}
+
+impl std::ops::BitOrAssign for Intents {
+    fn bitor_assign(&mut self, other: Intents) {
+        *self = self.union(other);
+    }
+}
+
 impl fmt::Debug for Intents {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = TABLE
@@ -166,5 +181,13 @@ mod tests {
             serde_json::to_string(&Intents::DIRECT_MESSAGES).unwrap(),
             "4096"
         );
+    }
+
+    #[test]
+    fn bit_or_is_union() {
+        let mut intents = Intents::DIRECT_MESSAGES | Intents::MESSAGE_CONTENT;
+        assert_eq!(intents.bits(), 4096 | 32768);
+        intents |= Intents::GUILDS;
+        assert!(intents.contains(Intents::GUILDS | Intents::DIRECT_MESSAGES));
     }
 }

@@ -24,8 +24,8 @@ mod snowflake;
 
 pub use close_code::{CloseAction, CloseCode};
 pub use commands::{
-    Command, ConnectionProperties, Heartbeat, Identify, PresenceUpdate, RequestGuildMembers,
-    Resume, MAX_PAYLOAD_BYTES,
+    Command, CommandError, ConnectionProperties, Heartbeat, Identify, PresenceUpdate, RawCommand,
+    RequestGuildMembers, RequestSoundboardSounds, Resume, VoiceStateUpdate, MAX_PAYLOAD_BYTES,
 };
 pub use events::{
     Activity, Attachment, Channel, ChannelType, GuildCreate, Hello, Message, Ready,

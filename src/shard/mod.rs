@@ -39,7 +39,10 @@ pub use session::{Session, SessionState};
 pub use set::{ShardRange, ShardSet, ShardSetHandle};
 
 use crate::heartbeat::{Account, BeatRecord};
-use crate::protocol::{CloseCode, Command, DecodeError, Frame, Intents, PresenceUpdate, User};
+use crate::protocol::{
+    CloseCode, Command, CommandError, ConnectionProperties, DecodeError, Frame, Intents,
+    PresenceUpdate, User,
+};
 use crate::token::Token;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -47,6 +50,7 @@ use smol::channel::{self, Receiver, Sender};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -83,6 +87,8 @@ pub struct ShardConfig {
     pub compress: bool,
     /// Identify's `large_threshold`.
     pub large_threshold: Option<u8>,
+    /// Identify's `properties` (operating system, library name).
+    pub properties: ConnectionProperties,
     /// Presence set in Identify and after READY/RESUMED.
     pub presence: PresenceUpdate,
     /// State restored from disk (session to resume, identify history).
@@ -153,6 +159,7 @@ impl ShardConfig {
             gateway_info: None,
             compress: false,
             large_threshold: None,
+            properties: ConnectionProperties::default(),
             presence: PresenceUpdate::online(),
             state: SessionState::default(),
             heartbeat_warn: Duration::from_secs(1),
@@ -190,6 +197,10 @@ pub struct Dispatch {
     /// The sequence number (`s`).
     pub seq: u64,
     frame: Frame,
+    /// Which session of this shard it came from (one more per READY), so
+    /// [`ShardStatus::resume_state`] never mixes one session's seq with
+    /// another's id.
+    generation: u64,
 }
 
 impl Dispatch {
@@ -230,8 +241,8 @@ pub enum ShardError {
     },
     /// The shard was shut down (or its driver dropped).
     Stopped,
-    /// A command could not be sent.
-    Command(String),
+    /// A command could not be encoded (too large, or a reserved raw opcode).
+    Command(CommandError),
 }
 
 impl ShardError {
@@ -266,7 +277,9 @@ impl std::error::Error for ShardError {}
 pub struct ShardStatus {
     /// `[shard_id, shard_count]`.
     pub shard: [u32; 2],
-    /// Session to resume and identify history (persist this).
+    /// Session and identify history as the shard knows them: the seq is the
+    /// last dispatch *received*, which may still wait in the queue. Persist
+    /// [`ShardStatus::resume_state`] instead.
     pub state: SessionState,
     /// Fresh sessions started (READY) by this process.
     pub sessions_started: u64,
@@ -292,6 +305,55 @@ pub struct ShardStatus {
     pub gaps: u64,
     /// Frames that could not be decoded (logged and skipped).
     pub malformed_frames: u64,
+    /// Sessions begun (READY) since the shard was made; dispatches carry it.
+    #[serde(skip)]
+    generation: u64,
+    /// The seq of the current session's READY.
+    #[serde(skip)]
+    ready_seq: u64,
+    /// `(generation, seq)` of the last dispatch the consumer took.
+    #[serde(skip)]
+    taken: Option<(u64, u64)>,
+}
+
+impl ShardStatus {
+    /// The state to persist for a resume after a restart: the session with
+    /// the seq of the last dispatch the consumer took ([`ShardHandle::next_event`]
+    /// or [`ShardSetHandle::next_event`]), so a restart resumes from the
+    /// first event it never saw; events still queued are replayed, not lost.
+    ///
+    /// "Took" is not "finished": a consumer that hands dispatches to other
+    /// tasks must persist only a seq below every one still in hand (the
+    /// bridge keeps such a floor, `bridge::persist::SeqFloor`).
+    pub fn resume_state(&self) -> SessionState {
+        let mut state = self.state.clone();
+        if let Some(session) = state.session.as_mut() {
+            let taken = match self.taken {
+                Some((generation, seq)) if generation == self.generation => seq,
+                // Nothing of this session taken yet: from its READY on.
+                _ => self.ready_seq,
+            };
+            session.seq = session.seq.min(taken);
+        }
+        state
+    }
+
+    /// The consumer took `dispatch`.
+    fn took(&mut self, dispatch: &Dispatch) {
+        self.taken = Some((dispatch.generation, dispatch.seq));
+    }
+
+    /// READY with `seq`: a new session; returns its generation.
+    pub(crate) fn begin_session(&mut self, seq: u64) -> u64 {
+        self.generation += 1;
+        self.ready_seq = seq;
+        self.generation
+    }
+
+    /// The generation dispatches of the current session carry.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 type EventItem = Result<ShardEvent, ShardError>;
@@ -305,6 +367,7 @@ pub struct ShardHandle {
     /// allocated up front per shard, at 2 KiB instead of 14.
     commands: Sender<String>,
     shutdown: Sender<()>,
+    close_code: Arc<AtomicU16>,
     status: Arc<Mutex<ShardStatus>>,
 }
 
@@ -313,9 +376,19 @@ impl ShardHandle {
     /// us for good; `Err(ShardError::Stopped)` after the driver ended.
     pub async fn next_event(&self) -> Result<ShardEvent, ShardError> {
         match self.events.recv().await {
-            Some((_, item)) => item,
+            Some((_, item)) => {
+                if let Ok(ShardEvent::Dispatch(dispatch)) = &item {
+                    self.took(dispatch);
+                }
+                item
+            }
             None => Err(ShardError::Stopped),
         }
+    }
+
+    /// Notes that the consumer took `dispatch` ([`ShardStatus::resume_state`]).
+    pub(crate) fn took(&self, dispatch: &Dispatch) {
+        lock(&self.status).took(dispatch);
     }
 
     /// Dispatches waiting for [`ShardHandle::next_event`] right now (at most
@@ -334,9 +407,20 @@ impl ShardHandle {
             .map_err(|_| ShardError::Stopped)
     }
 
-    /// Asks the driver to close (with a resumable code, so a restart can
-    /// resume) and stop.
+    /// Asks the driver to close with 4000 and stop: the session stays
+    /// resumable for a few minutes, so a restart that saved
+    /// [`ShardStatus::resume_state`] resumes it (and the bot stays shown
+    /// online meanwhile). Same as `close(CloseCode::RESUME)`.
     pub fn shutdown(&self) {
+        self.close(CloseCode::RESUME);
+    }
+
+    /// Asks the driver to close with `code` and stop. [`CloseCode::NORMAL`]
+    /// (1000) ends the session: the bot shows offline at once and the
+    /// shard forgets the session, so what is persisted afterwards starts a
+    /// fresh one. Any other code keeps it resumable ([`ShardHandle::shutdown`]).
+    pub fn close(&self, code: CloseCode) {
+        self.close_code.store(code.0, Ordering::Relaxed);
         let _ = self.shutdown.try_send(());
     }
 
@@ -380,6 +464,8 @@ pub struct Shard {
     events: queue::Producer,
     commands: Receiver<String>,
     shutdown: Receiver<()>,
+    /// The code the close at shutdown uses ([`ShardHandle::close`]).
+    close_code: Arc<AtomicU16>,
     /// For a set to stop its other shards when one fails for good.
     shutdown_tx: Sender<()>,
     /// In a set: the start order and this shard's place in it.
@@ -417,6 +503,7 @@ impl Shard {
             state,
             ..ShardStatus::default()
         }));
+        let close_code = Arc::new(AtomicU16::new(CloseCode::RESUME.0));
         let shard = Shard {
             config,
             budget,
@@ -424,6 +511,7 @@ impl Shard {
             events,
             commands: command_rx,
             shutdown: shutdown_rx,
+            close_code: close_code.clone(),
             shutdown_tx: shutdown_tx.clone(),
             start: None,
             status: status.clone(),
@@ -432,9 +520,15 @@ impl Shard {
             events: consumer,
             commands: command_tx,
             shutdown: shutdown_tx,
+            close_code,
             status,
         };
         (shard, handle)
+    }
+
+    /// The code the caller asked to close with ([`ShardHandle::close`]).
+    fn close_code(&self) -> CloseCode {
+        CloseCode(self.close_code.load(Ordering::Relaxed))
     }
 
     fn shutdown_sender(&self) -> Sender<()> {

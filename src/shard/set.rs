@@ -31,7 +31,7 @@ use super::{
     local_queue, lock, queue, IdentifyBudget, IdentifyQueue, SessionState, Shard, ShardConfig,
     ShardError, ShardEvent, ShardHandle, ShardStatus,
 };
-use crate::protocol::Command;
+use crate::protocol::{CloseCode, Command};
 use event_listener::Event;
 use futures_lite::future;
 use smol::channel::TrySendError;
@@ -312,7 +312,13 @@ impl ShardSetHandle {
     /// `Err(ShardError::Stopped)` after every driver ended.
     pub async fn next_event(&self) -> Result<(u32, ShardEvent), ShardError> {
         match self.events.recv().await {
-            Some((shard, Ok(event))) => Ok((shard, event)),
+            Some((shard, Ok(event))) => {
+                if let (ShardEvent::Dispatch(dispatch), Some(handle)) = (&event, self.shard(shard))
+                {
+                    handle.took(dispatch);
+                }
+                Ok((shard, event))
+            }
             Some((_, Err(error))) => Err(error),
             None => Err(ShardError::Stopped),
         }
@@ -383,8 +389,14 @@ impl ShardSetHandle {
 
     /// Asks every shard to close (resumably) and stop.
     pub fn shutdown(&self) {
+        self.close(CloseCode::RESUME);
+    }
+
+    /// Asks every shard to close with `code` and stop
+    /// ([`ShardHandle::close`]: 1000 ends the sessions).
+    pub fn close(&self, code: CloseCode) {
         for handle in &self.shards {
-            handle.shutdown();
+            handle.close(code);
         }
     }
 }

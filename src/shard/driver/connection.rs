@@ -6,9 +6,7 @@
 use super::{unix_ms, Driver, Outcome, LOUD_WAIT};
 use crate::heartbeat::{Heartbeat, Reading, Verdict};
 use crate::loopwatch;
-use crate::protocol::{
-    CloseCode, Command, ConnectionProperties, Frame, Hello, Identify, OpCode, Resume,
-};
+use crate::protocol::{CloseCode, Command, Frame, Hello, Identify, OpCode, Resume};
 use crate::rt::Timer;
 use crate::shard::history::{EndReason, StartKind};
 use crate::shard::identify_queue::IdentifyPermit;
@@ -82,13 +80,18 @@ impl Driver {
                 let _ = self.shard.events.try_push(item, bytes);
             }
         }
-        // Every close is resumable (4000): 1000/1001 would end the session.
+        // Every close is resumable (4000) unless the caller stops with a
+        // code that ends the session (1000/1001, `ShardHandle::close`).
         let close_timeout = if self.abandon {
             Duration::ZERO
         } else {
             self.shard.config.close_timeout
         };
-        connection.close(CloseCode::RESUME.0, close_timeout).await;
+        let code = match outcome {
+            Outcome::Shutdown => self.shard.close_code(),
+            _ => CloseCode::RESUME,
+        };
+        connection.close(code.0, close_timeout).await;
         (outcome, live.healthy_since)
     }
 
@@ -276,7 +279,7 @@ impl Driver {
             }),
             None => Command::Identify(Identify {
                 token: config.token.expose().to_owned(),
-                properties: ConnectionProperties::default(),
+                properties: config.properties.clone(),
                 compress: None,
                 large_threshold: config.large_threshold,
                 shard: Some(config.shard),

@@ -149,7 +149,17 @@ impl Driver {
                 }
             }
         }
-        self.deliver(Dispatch { name, seq, frame }, live, heartbeat);
+        let generation = self.status().generation();
+        self.deliver(
+            Dispatch {
+                name,
+                seq,
+                frame,
+                generation,
+            },
+            live,
+            heartbeat,
+        );
         Ok(())
     }
 
@@ -187,6 +197,7 @@ impl Driver {
                 seq,
                 resume_gateway_url: resume_url,
             });
+            status.begin_session(seq);
             status.sessions_started += 1;
             status.connected = true;
             status.last_ready = Some(SystemTime::now());
@@ -229,8 +240,10 @@ impl Driver {
         self.set_online(connection, limiter).await
     }
 
-    /// Explicit `online` presence after READY/RESUMED, so recovery is
-    /// visible at once.
+    /// smolcord's choice, not the protocol's: Identify's presence already is
+    /// the session's first one and survives a resume, but one op 3 after
+    /// READY and RESUMED (one command per reconnect) makes recovery visible
+    /// at once even if the presence was changed in between.
     pub(super) async fn set_online(
         &mut self,
         connection: &mut Connection,

@@ -253,6 +253,11 @@ impl Driver {
     fn stopped(&mut self) -> Result<(), ShardError> {
         self.pass_start();
         self.status().connected = false;
+        if self.shard.close_code().ends_session() {
+            // Closed with 1000/1001 (or stopped before connecting, asked
+            // to end the session): nothing left to resume.
+            self.set_session(None);
+        }
         Ok(())
     }
 

@@ -1,0 +1,115 @@
+//! The shard as a library user meets it: which seq is safe to persist, and
+//! a close code of the caller's choosing.
+#![cfg(feature = "sim")]
+
+mod support;
+
+use smolcord::protocol::CloseCode;
+use smolcord::shard::{Shard, ShardEvent};
+use std::time::Duration;
+use support::shard::*;
+use support::wait::*;
+
+const BOUND: Duration = Duration::from_secs(20);
+
+#[test]
+fn resume_state_holds_the_last_dispatch_taken_not_the_last_received() {
+    let sim = sim(5_000);
+    run_local(shard_config(&sim), |handle, _| async move {
+        let ready = wait_dispatch(&handle, "READY").await;
+        for i in 0..3 {
+            sim.send_dm(42, "alice", &format!("m{i}"));
+        }
+        let first = wait_dispatch(&handle, "MESSAGE_CREATE").await;
+        // The other two arrive and wait in the queue, untaken.
+        wait_until("all three received", BOUND, || {
+            let seq = handle.status().state.session?.seq;
+            (seq >= first.seq + 2).then_some(())
+        })
+        .await;
+        let status = handle.status();
+        assert!(status.state.session.as_ref().unwrap().seq >= first.seq + 2);
+        let saved = status.resume_state().session.expect("a session");
+        assert_eq!(saved.seq, first.seq, "the seq of the last dispatch taken");
+        assert!(saved.seq > ready.seq);
+    });
+}
+
+#[test]
+fn resume_state_before_anything_is_taken_is_the_ready() {
+    let sim = sim(5_000);
+    let (shard, handle) = Shard::new(shard_config(&sim));
+    let ex = smol::LocalExecutor::new();
+    let _driver = ex.spawn(shard.run());
+    smol::block_on(ex.run(async {
+        let ready = wait_until("READY received", BOUND, || {
+            Some(handle.status().state.session?.seq)
+        })
+        .await;
+        sim.send_dm(42, "alice", "untaken");
+        wait_until("the DM received", BOUND, || {
+            let seq = handle.status().state.session?.seq;
+            (seq > ready).then_some(())
+        })
+        .await;
+        // Nothing taken, not even READY: a restart must resume from READY's
+        // seq, so the queued DM is replayed rather than lost.
+        let saved = handle.status().resume_state().session.expect("a session");
+        assert_eq!(saved.seq, ready, "{saved:?}");
+        handle.shutdown();
+    }));
+}
+
+#[test]
+fn closing_with_1000_ends_the_session_and_forgets_it() {
+    let sim = sim(5_000);
+    let (shard, handle) = Shard::new(shard_config(&sim));
+    let ex = smol::LocalExecutor::new();
+    let driver = ex.spawn(shard.run());
+    smol::block_on(ex.run(async {
+        wait_dispatch(&handle, "READY").await;
+        handle.close(CloseCode::NORMAL);
+        within("the driver to stop", BOUND, driver)
+            .await
+            .expect("a clean stop");
+    }));
+    let closes: Vec<_> = sim
+        .stats()
+        .connections
+        .iter()
+        .map(|c| c.client_close_code)
+        .collect();
+    assert_eq!(closes, vec![Some(1000)]);
+    let status = handle.status();
+    assert!(status.state.session.is_none(), "{:?}", status.state);
+    assert!(status.resume_state().session.is_none());
+}
+
+#[test]
+fn shutdown_closes_resumably_and_keeps_the_session() {
+    let sim = sim(5_000);
+    let (shard, handle) = Shard::new(shard_config(&sim));
+    let ex = smol::LocalExecutor::new();
+    let driver = ex.spawn(shard.run());
+    smol::block_on(ex.run(async {
+        loop {
+            if let Ok(ShardEvent::Dispatch(d)) = handle.next_event().await {
+                if d.name == "READY" {
+                    break;
+                }
+            }
+        }
+        handle.shutdown();
+        within("the driver to stop", BOUND, driver)
+            .await
+            .expect("a clean stop");
+    }));
+    let closes: Vec<_> = sim
+        .stats()
+        .connections
+        .iter()
+        .map(|c| c.client_close_code)
+        .collect();
+    assert_eq!(closes, vec![Some(4000)]);
+    assert!(handle.status().resume_state().session.is_some());
+}
