@@ -3,8 +3,18 @@
 //!
 //! It runs a set of shards on one thread, answers `!ping` with `pong` over
 //! REST wherever it sees it (DMs arrive on shard 0; guild messages on their
-//! guild's shard), and on SIGINT/SIGTERM closes every shard resumably and
-//! exits 0.
+//! guild's shard), sets its presence with a typed gateway command, and on
+//! SIGINT/SIGTERM closes every shard resumably, saves each shard's session
+//! (`SMOLCORD_BOT_STATE`, default `bot-sessions.json`) and exits 0; the next
+//! start resumes those sessions instead of identifying afresh, so nothing
+//! sent meanwhile is missed (within Discord's few minutes).
+//!
+//! Intents: DIRECT_MESSAGES and GUILD_MESSAGES for the events, and
+//! MESSAGE_CONTENT, privileged, because without it a guild message's
+//! `content` is empty unless it mentions the bot (DMs carry their content
+//! either way). Enable "Message Content Intent" on the Developer Portal's
+//! Bot page, or set `SMOLCORD_BOT_DM_ONLY=1` to ask only for DIRECT_MESSAGES
+//! (Discord closes with 4014 for a privileged intent that is not enabled).
 //!
 //! ```text
 //! DISCORD_TOKEN=... cargo run --release --example bot
@@ -23,15 +33,24 @@
 
 use async_signal::{Signal, Signals};
 use futures_lite::{future, StreamExt};
-use smolcord::protocol::{Intents, Message};
+use smolcord::offload::{self, Fallback};
+use smolcord::protocol::{
+    Activity, Command, Intents, Message, PresenceUpdate, RawCommand, Snowflake,
+};
 use smolcord::rest::RestClient;
 use smolcord::shard::{
-    RemoteIdentifyQueue, ShardConfig, ShardEvent, ShardRange, ShardSet, ShardSetHandle,
+    RemoteIdentifyQueue, SessionState, ShardConfig, ShardEvent, ShardRange, ShardSet,
+    ShardSetHandle,
 };
 use smolcord::token::Token;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What the bot keeps between runs: each shard's session to resume.
+type SavedSessions = BTreeMap<u32, SessionState>;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
@@ -62,7 +81,11 @@ async fn run() -> Result<(), String> {
     let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
     let (ids, count) = range.resolve(bot.shards);
 
-    let intents = Intents::DIRECT_MESSAGES.union(Intents::GUILD_MESSAGES);
+    let intents = if env("SMOLCORD_BOT_DM_ONLY").is_some() {
+        Intents::DIRECT_MESSAGES
+    } else {
+        Intents::DIRECT_MESSAGES | Intents::GUILD_MESSAGES | Intents::MESSAGE_CONTENT
+    };
     let mut config = ShardConfig::new(token, intents);
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL").unwrap_or(bot.url));
     config.gateway_info = Some(rest.gateway_info_source());
@@ -77,15 +100,39 @@ async fn run() -> Result<(), String> {
         config.identify_queue = Some(Arc::new(queue));
     }
 
+    // Sessions saved by the last run: a shard resumes its own (a session
+    // of another shard count is refused by Discord, so only the same count).
+    let state_file = PathBuf::from(env("SMOLCORD_BOT_STATE").unwrap_or("bot-sessions.json".into()));
+    let saved: SavedSessions = offload::read_json(&state_file, Fallback::None)
+        .await
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
     log::info!("running shards {ids:?} of {count}");
-    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
+    let (set, handle) = ShardSet::new(config, ids, count, |id| {
+        saved.get(&id).cloned().unwrap_or_default()
+    })?;
     let ex = smol::LocalExecutor::new();
     ex.run(async {
         let shards = ex.spawn(set.run());
         future::or(answer(&handle, &rest), stop_signal()).await?;
-        log::info!("stopping: closing every shard");
+        log::info!("stopping: closing every shard resumably");
+        // 4000 keeps the sessions for the next start; a bot that will not
+        // come back would `handle.close(CloseCode::NORMAL)` (1000), so that
+        // Discord shows it offline at once instead of minutes later.
         handle.shutdown();
-        shards.await.map_err(|e| e.to_string())
+        let stopped = shards.await.map_err(|e| e.to_string());
+        // The seq of the last event this loop took, per shard: everything
+        // after it is replayed on resume.
+        let sessions: SavedSessions = handle
+            .statuses()
+            .into_iter()
+            .map(|status| (status.shard[0], status.resume_state()))
+            .collect();
+        offload::write_json_atomic(&state_file, &sessions)
+            .await
+            .map_err(|e| e.to_string())?;
+        log::info!("sessions saved to {}", state_file.display());
+        stopped
     })
     .await
 }
@@ -99,7 +146,22 @@ async fn answer(handle: &ShardSetHandle, rest: &RestClient) -> Result<(), String
             continue;
         };
         match dispatch.name.as_str() {
-            "READY" => log::info!("shard {shard} ready"),
+            "READY" | "RESUMED" => {
+                log::info!("shard {shard}: {}", dispatch.name);
+                // A typed gateway command: the presence, sent through the
+                // shard's 120-per-60 s limiter.
+                let presence = PresenceUpdate {
+                    activities: vec![Activity {
+                        name: "!ping".into(),
+                        kind: 2, // listening
+                        ..Default::default()
+                    }],
+                    ..PresenceUpdate::online()
+                };
+                if let Some(shard) = handle.shard(shard) {
+                    let _ = shard.send(Command::PresenceUpdate(presence)).await;
+                }
+            }
             "MESSAGE_CREATE" => {
                 let Ok(message) = dispatch.data::<Message>() else {
                     continue;
@@ -109,9 +171,28 @@ async fn answer(handle: &ShardSetHandle, rest: &RestClient) -> Result<(), String
                     if let Err(err) = rest.create_message(&channel, "pong").await {
                         log::warn!("cannot answer in {channel}: {err}");
                     }
+                    if let Some(guild) = message.guild_id {
+                        ask_channel_info(handle, shard, guild).await;
+                    }
                 }
             }
+            "CHANNEL_INFO" => log::info!("shard {shard}: channel info {}", dispatch.raw_data()),
             _ => {}
+        }
+    }
+}
+
+/// The raw escape hatch, for an opcode the typed model does not cover:
+/// op 43 Request Channel Info (answered with a CHANNEL_INFO dispatch).
+async fn ask_channel_info(handle: &ShardSetHandle, shard: u32, guild: Snowflake) {
+    let payload =
+        serde_json::json!({ "guild_id": guild, "fields": ["status", "voice_start_time"] });
+    let Ok(raw) = RawCommand::new(43, payload) else {
+        return;
+    };
+    if let Some(shard) = handle.shard(shard) {
+        if let Err(err) = shard.send(Command::Raw(raw)).await {
+            log::warn!("cannot ask for channel info: {err}");
         }
     }
 }

@@ -1,4 +1,4 @@
-//! chart: terminal bar charts and the units they print, as pure functions
+//! Application, not library API: terminal bar charts and the units they print, as pure functions
 //! from numbers to text, so `smolcord status` and the demo's report draw the
 //! same way and tests can check every line.
 //!

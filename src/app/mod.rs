@@ -1,5 +1,6 @@
-//! app: the command-line programs (`demo`, `run`, `sim`, `pair`, `status`,
-//! `failures`), one file each, on top of the library modules.
+//! Application, not library API: the command-line programs (`demo`, `run`,
+//! `sim`, `pair`, `status`, `failures`), one file each, on top of the
+//! library modules.
 
 /// `println!` that ignores a closed stdout (`smolcord status | head` must
 /// not panic on EPIPE).

@@ -1,4 +1,4 @@
-//! bridge: the application. Discord DMs to a local agent and back.
+//! Application, not library API: Discord DMs to a local agent and back.
 //!
 //! [`Bridge::start`] loads what earlier runs left (access with the restore
 //! rule, pairing codes, restart markers, the restart-failure counter, which

@@ -1,4 +1,5 @@
-//! Configuration: one JSON file plus a few environment overrides.
+//! Application, not library API: the bridge's configuration, one JSON file
+//! plus a few environment overrides.
 //!
 //! Sources, lowest precedence first: built-in defaults; the config file
 //! (`--config FILE`, else `SMOLCORD_CONFIG`, else `STATE_DIR/config.json`

@@ -1,4 +1,4 @@
-//! recorder: a bounded background journal of failures that never delays a
+//! Application, not library API: a bounded background journal of failures that never delays a
 //! reply.
 //!
 //! Why: a web bridge once awaited its failure recorder inside the response

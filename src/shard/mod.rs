@@ -1,23 +1,63 @@
 //! shard: one gateway session that stays online.
 //!
 //! [`Shard::new`] gives a driver ([`Shard::run`], spawn it) and a
-//! [`ShardHandle`] to receive dispatches and send commands. The driver
+//! [`ShardHandle`] to receive events and send commands. The driver
 //! connects, identifies or resumes, hands every dispatch over in order and
 //! exactly once (replays after a resume are dropped, gaps are logged),
 //! heartbeats on a fixed schedule, and reconnects with jittered backoff —
-//! resuming whenever Discord allows it, because a fresh identify spends the
-//! daily budget (see [`identify_budget`]).
+//! resuming whenever Discord allows it, because a fresh identify waits for
+//! its turn in the identify queue ([`identify_queue`]) and spends the daily
+//! budget ([`identify_budget`]).
 //!
-//! ```no_run
-//! # use smolcord::{shard::{Shard, ShardConfig, ShardEvent}, token::Token, protocol::Intents};
-//! # smol::block_on(async {
-//! let config = ShardConfig::new(Token::new("…").unwrap(), Intents::DIRECT_MESSAGES);
+//! The handle's stream carries more than dispatches: heartbeat ACKs and
+//! disconnects arrive in it too, so a consumer loops over every event. To
+//! resume after a restart, persist [`ShardStatus::resume_state`] (the seq of
+//! the last dispatch taken, not the last received) and pass it back as
+//! [`ShardConfig::state`]; stop with [`ShardHandle::shutdown`] (close 4000,
+//! resumable) or [`ShardHandle::close`] with [`CloseCode::NORMAL`] (1000:
+//! the session ends and the bot shows offline at once).
+//!
+//! This example runs against the embedded simulator (feature `sim`); point
+//! `gateway_url` at Discord (or leave it `None`) and give a real token for
+//! the real thing.
+//!
+//! ```
+//! # #[cfg(feature = "sim")] {
+//! use smolcord::protocol::Intents;
+//! use smolcord::shard::{Shard, ShardConfig, ShardError, ShardEvent};
+//! use smolcord::sim::{SimConfig, Simulator};
+//!
+//! let sim = Simulator::start(SimConfig::default()).unwrap();
+//! let mut config = ShardConfig::new(sim.config().token.clone(), Intents::DIRECT_MESSAGES);
+//! config.gateway_url = Some(sim.gateway_url());
 //! let (shard, handle) = Shard::new(config);
-//! smol::spawn(shard.run()).detach();
-//! while let Ok(ShardEvent::Dispatch(dispatch)) = handle.next_event().await {
-//!     println!("{} #{}", dispatch.name, dispatch.seq);
-//! }
-//! # });
+//! let ex = smol::LocalExecutor::new();
+//! let driver = ex.spawn(shard.run());
+//! smolcord::rt::block_on(ex.run(async {
+//!     loop {
+//!         match handle.next_event().await {
+//!             Ok(ShardEvent::Dispatch(dispatch)) => {
+//!                 println!("{} #{}", dispatch.name, dispatch.seq);
+//!                 if dispatch.name == "READY" {
+//!                     sim.send_dm(42, "alice", "hello");
+//!                 }
+//!                 if dispatch.name == "MESSAGE_CREATE" {
+//!                     break;
+//!                 }
+//!             }
+//!             // ACKs and disconnects come through the same stream.
+//!             Ok(ShardEvent::Heartbeat(beat)) => println!("ACK, rtt {:?}", beat.rtt),
+//!             Ok(ShardEvent::Disconnected { reason }) => println!("reconnecting: {reason}"),
+//!             Err(ShardError::Fatal { message, .. }) => panic!("refused for good: {message}"),
+//!             Err(other) => panic!("{other}"),
+//!         }
+//!     }
+//!     let saved = handle.status().resume_state(); // persist this for a restart
+//!     assert!(saved.session.is_some());
+//!     handle.shutdown();
+//!     driver.await.unwrap();
+//! }));
+//! # }
 //! ```
 
 pub mod backoff;

@@ -1,4 +1,4 @@
-//! The status snapshot, and how `smolcord status` gets it.
+//! Application, not library API: the status snapshot, and how `smolcord status` gets it.
 //!
 //! A running bridge answers on [`socket`] (`status.sock` in the state dir)
 //! with its live snapshot; `status.json` holds the last one written — when
