@@ -18,8 +18,9 @@ pub enum CloseAction {
 pub struct CloseCode(pub u16);
 
 impl CloseCode {
-    /// 4000: "resuming" — the code smolcord closes with when it wants to
-    /// resume (anything but 1000/1001 keeps the session alive).
+    /// 4000, Discord's "unknown error": the code the shard closes with to
+    /// keep the session resumable (any code but 1000 and 1001 would do;
+    /// twilight and discord.py use 4000 too).
     pub const RESUME: CloseCode = CloseCode(4000);
     /// 1000: normal closure; ends the session (bot shows offline).
     pub const NORMAL: CloseCode = CloseCode(1000);

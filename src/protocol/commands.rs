@@ -147,7 +147,10 @@ impl PresenceUpdate {
 pub struct RequestGuildMembers {
     /// The guild.
     pub guild_id: Snowflake,
-    /// Username prefix, or "" for all (needs GUILD_MEMBERS).
+    /// A username prefix (no privileged intent needed), or `""` with
+    /// `limit` 0 for every member (needs GUILD_MEMBERS; Discord allows one
+    /// such request per guild per 30 s and answers a repeat with a
+    /// RATE_LIMITED dispatch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
     /// Maximum members, 0 for no limit with an empty query.

@@ -129,7 +129,9 @@ pub struct Message {
     pub guild_id: Option<Snowflake>,
     /// The author.
     pub author: User,
-    /// Text; empty without MESSAGE_CONTENT outside DMs.
+    /// Text. Without the MESSAGE_CONTENT intent it is empty in guild
+    /// messages, except those that mention the bot and the bot's own; DMs
+    /// always carry it.
     #[serde(default)]
     pub content: String,
     /// ISO 8601 send time.

@@ -44,7 +44,9 @@ impl Intents {
     pub const GUILD_MESSAGES: Intents = Intents(1 << 9);
     /// DIRECT_MESSAGES (4096): DM message events; enough for a DM bridge.
     pub const DIRECT_MESSAGES: Intents = Intents(1 << 12);
-    /// MESSAGE_CONTENT (32768), privileged: content of guild messages.
+    /// MESSAGE_CONTENT (32768), privileged: `content`, embeds, attachments
+    /// and components of guild messages that neither mention the bot nor
+    /// are its own (DMs carry them without it).
     pub const MESSAGE_CONTENT: Intents = Intents(1 << 15);
 
     /// No intents.
