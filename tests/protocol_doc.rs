@@ -248,7 +248,8 @@ const DISCORD_ANCHORS: &[&str] = &[
 ];
 
 /// `GET /gateway/bot` as a plain HTTP/1.1 exchange: what the shard asks
-/// before its first connection.
+/// before its first connection. Blocking: it runs before the executor does.
+#[allow(clippy::disallowed_types)]
 fn get_gateway_bot(sim: &Simulator) -> Vec<String> {
     use std::io::{Read, Write};
     let base = sim.api_base();
