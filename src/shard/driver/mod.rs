@@ -17,6 +17,7 @@ mod frames;
 use super::history::EndReason;
 use super::identify_budget::{Pressure, SessionStartLimit};
 use super::session::Session;
+use super::backoff::Backoff;
 use super::{lock, max_message_bytes_for, Shard, ShardError, ShardEvent, ShardStatus};
 use crate::heartbeat::Account;
 use crate::protocol::CloseCode;
@@ -31,16 +32,29 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
 /// After this many failed connects to the resume URL, resume via the base URL.
 const RESUME_URL_ATTEMPTS: u32 = 2;
-/// Waits at least this long are logged at info level, with the reason.
+/// Waits at least this long are logged at info level, with the reason
+/// (shorter ones at debug level: every wait is logged at its real length).
 const LOUD_WAIT: Duration = Duration::from_secs(1);
+/// A zombie verdict on a session that was established on its connection
+/// reconnects at once — but at most once in this long; a second one sooner
+/// takes the backoff. A verdict needs a whole heartbeat interval without an
+/// ACK, which Discord's 41 s makes rare; a gateway that establishes every
+/// session and then stops answering (with a short interval) could
+/// otherwise have us reconnect several times a second.
+const ZOMBIE_AT_ONCE_EVERY: Duration = Duration::from_secs(30);
 
 /// How a connection ended.
 #[derive(Debug)]
 enum Outcome {
     /// Reconnect and resume; `immediate` skips the backoff (clean op 7).
     Resume { immediate: bool },
-    /// The session is gone: reconnect and identify after `wait`.
-    Reidentify { wait: Duration },
+    /// The peer stopped answering (a zombie verdict, or a send that timed
+    /// out): reconnect and resume, at once if the session had been healthy.
+    Zombie,
+    /// The session is gone: reconnect and identify after `guard` (what the
+    /// cause asks: op 9's random storm guard; nothing after a close), plus
+    /// a backoff if sessions keep ending so before any READY.
+    Reidentify { guard: Duration },
     /// Stop: the operator must act.
     Fatal(CloseCode),
     /// We were asked to stop.
@@ -65,6 +79,25 @@ pub(super) struct Driver {
     /// Why the current connection is ending (the first cause seen), for
     /// the session history.
     end: Option<EndReason>,
+    /// Sessions ended before a READY (op 9 `false`, 4007, 4009, ...) since
+    /// the last READY: from the second on, `reidentify_backoff` is added.
+    reidentifies_since_ready: u32,
+    /// The backoff between such repeats; its own, so that the backoff of an
+    /// outage (connects refused) never delays the identify once the
+    /// gateway answers again. Restarted at every READY.
+    reidentify_backoff: Backoff,
+    /// When a zombie verdict last reconnected at once.
+    last_zombie_at_once: Option<Instant>,
+}
+
+/// Logs a wait about to begin: at info level if it is long enough to be
+/// noticed, else at debug level.
+fn log_wait(wait: Duration, what: std::fmt::Arguments<'_>) {
+    if wait >= LOUD_WAIT {
+        log::info!("{what}");
+    } else {
+        log::debug!("{what}");
+    }
 }
 
 fn unix_ms() -> u64 {
@@ -77,6 +110,7 @@ impl Driver {
     pub(super) fn new(shard: Shard) -> Driver {
         let last_seq = shard.config.state.session.as_ref().map(|s| s.seq);
         let base_url = shard.config.gateway_url.clone();
+        let reidentify_backoff = shard.config.backoff.restarted();
         Driver {
             shard,
             account: Account::default(),
@@ -88,7 +122,16 @@ impl Driver {
             abandon: false,
             send_stalled: false,
             end: None,
+            reidentifies_since_ready: 0,
+            reidentify_backoff,
+            last_zombie_at_once: None,
         }
+    }
+
+    /// A READY: the session got going, so the next op 9 is a first again.
+    fn session_ready(&mut self) {
+        self.reidentifies_since_ready = 0;
+        self.reidentify_backoff = self.shard.config.backoff.restarted();
     }
 
     fn status(&self) -> std::sync::MutexGuard<'_, ShardStatus> {
@@ -202,45 +245,85 @@ impl Driver {
                     self.shard.events.push_notice(Err(error.clone()));
                     return Err(error);
                 }
-                // Asked to (op 7, op 9 `true`): at once, but only the first
-                // time since the last healthy stretch. A gateway that asks
-                // again and again (before any session got going) would
-                // otherwise have us reconnect as fast as the socket allows:
-                // thousands of connections a second.
-                Outcome::Resume { immediate: true }
-                    if self.shard.config.backoff.attempts() == 0 =>
-                {
-                    self.shard.config.backoff.next_delay();
-                    Duration::ZERO
-                }
-                Outcome::Resume { .. } => {
-                    let wait = self.shard.config.backoff.next_delay();
-                    if wait >= LOUD_WAIT {
-                        log::info!(
-                            "reconnecting in {:.1} s (backoff after {} connection failure(s) in a row)",
-                            wait.as_secs_f64(),
-                            self.shard.config.backoff.attempts()
-                        );
-                    }
-                    wait
-                }
-                Outcome::Reidentify { wait } => {
+                Outcome::Reidentify { guard } => {
                     self.set_session(None);
                     self.last_seq = None;
-                    // As for op 7: `wait` alone the first time, the backoff
-                    // too if it happens again before a healthy stretch (a
-                    // gateway closing 4009 after every Hello had us
-                    // reconnect, and ask GET /gateway/bot, ~1000 times a s).
-                    let backoff = &mut self.shard.config.backoff;
-                    if backoff.attempts() == 0 {
-                        backoff.next_delay();
-                        wait
-                    } else {
-                        wait.max(backoff.next_delay())
-                    }
+                    self.reidentify_wait(guard)
                 }
+                Outcome::Zombie => self.zombie_wait(healthy_since.is_some()),
+                Outcome::Resume { immediate } => self.resume_wait(immediate),
             };
         }
+    }
+
+    /// Before resuming after `Outcome::Resume`. Asked to (op 7, op 9
+    /// `true`): at once, but only the first time since the last healthy
+    /// stretch. A gateway that asks again and again (before any session got
+    /// going) would otherwise have us reconnect as fast as the socket
+    /// allows: thousands of connections a second.
+    fn resume_wait(&mut self, immediate: bool) -> Duration {
+        let backoff = &mut self.shard.config.backoff;
+        if immediate && backoff.attempts() == 0 {
+            backoff.next_delay();
+            log::debug!("resuming at once");
+            return Duration::ZERO;
+        }
+        let wait = backoff.next_delay();
+        let attempts = backoff.attempts();
+        log_wait(
+            wait,
+            format_args!(
+                "reconnecting in {:.1} s (backoff after {attempts} connection failure(s) in a row)",
+                wait.as_secs_f64()
+            ),
+        );
+        wait
+    }
+
+    /// Before resuming after a zombie verdict (or a send that timed out).
+    /// A session that was established on the connection had been healthy:
+    /// the path to the gateway broke, not the gateway, so the resume goes
+    /// at once (counted as an attempt, so that connects that then fail
+    /// back off as usual), at most once per [`ZOMBIE_AT_ONCE_EVERY`]. The
+    /// backoff grown by earlier faults would only hold the resume back.
+    fn zombie_wait(&mut self, established: bool) -> Duration {
+        let now = Instant::now();
+        let spaced = self
+            .last_zombie_at_once
+            .is_none_or(|at| now.saturating_duration_since(at) >= ZOMBIE_AT_ONCE_EVERY);
+        if established && spaced {
+            self.last_zombie_at_once = Some(now);
+            self.shard.config.backoff.next_delay();
+            log::info!("reconnecting at once to resume (the session had been healthy)");
+            return Duration::ZERO;
+        }
+        self.resume_wait(false)
+    }
+
+    /// Before identifying after the session ended (op 9 `false`, a close
+    /// such as 4009). The gateway answered (it sent Hello), so the backoff
+    /// of an outage before it has no business here: the first time since
+    /// the last READY only `guard` (op 9's storm guard) is waited. Only when
+    /// sessions keep ending before any READY is a backoff of its own added
+    /// (a gateway closing 4009 after every Hello had us reconnect, and ask
+    /// GET /gateway/bot, ~1000 times a second).
+    fn reidentify_wait(&mut self, guard: Duration) -> Duration {
+        let repeats = self.reidentifies_since_ready;
+        self.reidentifies_since_ready = repeats.saturating_add(1);
+        // Rare and telling: at info level whatever its length.
+        if repeats == 0 {
+            log::info!("identifying afresh in {:.1} s", guard.as_secs_f64());
+            return guard;
+        }
+        let backoff = self.reidentify_backoff.next_delay();
+        let wait = guard + backoff;
+        log::info!(
+            "identifying afresh in {:.1} s ({:.1} s of it backoff: the session ended before a READY {} times in a row)",
+            wait.as_secs_f64(),
+            backoff.as_secs_f64(),
+            repeats + 1
+        );
+        wait
     }
 
     /// In a set, lets the next shard make its first connection.
