@@ -60,7 +60,7 @@ async fn run() -> Result<(), String> {
     // GET /gateway/bot: the gateway URL, the recommended shard count and
     // the identify budget (max_concurrency, remaining).
     let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-    let (ids, count) = range.resolve(bot.shards);
+    let (ids, count) = range.resolve(bot.shards)?;
 
     let intents = Intents::DIRECT_MESSAGES.union(Intents::GUILD_MESSAGES);
     let mut config = ShardConfig::new(token, intents);

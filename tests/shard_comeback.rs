@@ -70,15 +70,19 @@ fn op_9_after_an_outage_identifies_within_5_s_of_the_first_hello() {
         .expect("the client comes back");
         let hello = Instant::now();
         next_matching(&events, SOON, |e| {
-            matches!(e, SimEvent::InvalidSession { resumable: false, .. })
+            matches!(
+                e,
+                SimEvent::InvalidSession {
+                    resumable: false,
+                    ..
+                }
+            )
         })
         .await
         .expect("its Resume is answered with op 9 false");
-        let identified = next_matching(&events, SOON, |e| {
-            matches!(e, SimEvent::Identified { .. })
-        })
-        .await
-        .map(|_| hello.elapsed());
+        let identified = next_matching(&events, SOON, |e| matches!(e, SimEvent::Identified { .. }))
+            .await
+            .map(|_| hello.elapsed());
         let logged: Vec<String> = logs::captured()
             .into_iter()
             .filter(|line| line.contains("identifying afresh in"))
@@ -91,7 +95,10 @@ fn op_9_after_an_outage_identifies_within_5_s_of_the_first_hello() {
         );
         wait_dispatch(&handle, "READY").await;
         let ready = hello.elapsed();
-        assert!(ready < Duration::from_secs(6), "READY {ready:?} after Hello");
+        assert!(
+            ready < Duration::from_secs(6),
+            "READY {ready:?} after Hello"
+        );
         // The wait is logged at its real length: the storm guard, 1–3 s.
         let [line] = &logged[..] else {
             panic!("one wait logged: {logged:?}")
@@ -170,7 +177,13 @@ fn op_9s_in_a_row_without_a_ready_back_off() {
         let events = sim.subscribe();
         for n in 0..4 {
             next_matching(&events, SOON, |e| {
-                matches!(e, SimEvent::InvalidSession { resumable: false, .. })
+                matches!(
+                    e,
+                    SimEvent::InvalidSession {
+                        resumable: false,
+                        ..
+                    }
+                )
             })
             .await
             .unwrap_or_else(|| panic!("op 9 number {n}"));

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod backoff;
+pub mod counts;
 mod driver;
 pub mod history;
 pub mod identify_budget;

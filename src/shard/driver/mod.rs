@@ -14,10 +14,11 @@
 mod connection;
 mod frames;
 
+use super::backoff::Backoff;
+use super::counts::check_session_start_limit;
 use super::history::EndReason;
 use super::identify_budget::{Pressure, SessionStartLimit};
 use super::session::Session;
-use super::backoff::Backoff;
 use super::{lock, max_message_bytes_for, Shard, ShardError, ShardEvent, ShardStatus};
 use crate::heartbeat::Account;
 use crate::protocol::CloseCode;
@@ -97,6 +98,15 @@ fn log_wait(wait: Duration, what: std::fmt::Arguments<'_>) {
         log::info!("{what}");
     } else {
         log::debug!("{what}");
+    }
+}
+
+/// Where the day's budget figure came from, for the log.
+fn budget_source(from_gateway: bool) -> &'static str {
+    if from_gateway {
+        ""
+    } else {
+        " (Discord's figure for most bots: GET /gateway/bot has not given this bot's)"
     }
 }
 
@@ -370,12 +380,21 @@ impl Driver {
                 if self.shard.config.gateway_url.is_none() {
                     self.base_url = Some(info.url);
                 }
-                if let Some(limit) = info.session_start_limit {
-                    self.shard
-                        .identify_queue
-                        .set_max_concurrency(limit.max_concurrency);
+                match info.session_start_limit.map(|limit| (limit, check_session_start_limit(&limit))) {
+                    Some((limit, Ok(()))) => {
+                        self.shard
+                            .identify_queue
+                            .set_max_concurrency(limit.max_concurrency);
+                        self.remote_limit = Some(limit);
+                    }
+                    // Nothing sized by it, nothing waited on it: the queue
+                    // keeps its buckets (one is always safe, only slower)
+                    // and the budget its own count.
+                    Some((_, Err(why))) => log::error!(
+                        "GET /gateway/bot: refusing its session_start_limit: {why}; identifying as if it had not answered"
+                    ),
+                    None => self.remote_limit = None,
                 }
-                self.remote_limit = info.session_start_limit;
             }
             Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
         }
@@ -391,13 +410,17 @@ impl Driver {
         match plan.pressure {
             Pressure::Normal => {}
             Pressure::Low => log::warn!(
-                "identify budget low: {} fresh sessions left in Discord's 24 h window; waiting {} s before identifying (resume is free, identify is not)",
+                "identify budget low: {} fresh sessions left of {} in Discord's 24 h window{}; waiting {} s before identifying (resume is free, identify is not)",
                 plan.remaining,
+                plan.total,
+                budget_source(self.remote_limit.is_some()),
                 plan.wait.as_secs()
             ),
             Pressure::Critical => log::error!(
-                "identify budget nearly spent: {} left of 1000 per 24 h (Discord resets the token when it runs out); waiting {} s before identifying. Find out why the bot keeps losing its session.",
+                "identify budget nearly spent: {} left of {} per 24 h{} (Discord resets the token when it runs out); waiting {} s before identifying. Find out why the bot keeps losing its session.",
                 plan.remaining,
+                plan.total,
+                budget_source(self.remote_limit.is_some()),
                 plan.wait.as_secs()
             ),
         }
