@@ -237,7 +237,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
         secrets.push(session_id());
         step(
             "op 9 Invalid Session",
-            "The gateway says the session is gone (`d` false). The shard waits a moment (Discord asks for 1-5 s; shortened here), then identifies afresh and gets a new READY.",
+            "The gateway says the session is gone (`d` false). Discord's docs say to reconnect and identify; the shard waits a random 1–3 s first (a guard against every client of a restarted gateway identifying at once; older docs asked for 1–5 s; shortened here), then identifies afresh and gets a new READY.",
             Beats::Hidden,
             &mut seen,
         );
@@ -345,7 +345,7 @@ fn annotate(line: &str) -> &'static str {
     } else if has(" <- op 10 Hello") {
         "[`shard::driver`](../src/shard/driver.rs) (`drive`) reads the interval; [`heartbeat`](../src/heartbeat/mod.rs) schedules beat n at `hello + interval × jitter + n × interval`, so a late beat never delays the next."
     } else if has(" -> op 2 Identify") {
-        "`converse` in [`shard::driver`](../src/shard/driver.rs) builds it ([`protocol::commands`](../src/protocol/commands.rs)) after [`shard::identify_budget`](../src/shard/identify_budget.rs) allows one (1000 a day). The token is redacted by [`wire`](../src/wire.rs)."
+        "`converse` in [`shard::driver`](../src/shard/driver.rs) builds it ([`protocol::commands`](../src/protocol/commands.rs)) after [`shard::identify_budget`](../src/shard/identify_budget.rs) allows one (`session_start_limit.total` a day: 1000 for most bots). The token is redacted by [`wire`](../src/wire.rs)."
     } else if has(" -> op 6 Resume") {
         "`converse` resumes the session saved in [`shard::session`](../src/shard/session.rs) from the last sequence number delivered; token and session id redacted."
     } else if has(" <- op 0 READY") {

@@ -106,7 +106,8 @@ pub struct ShardConfig {
     /// Bound on the close handshake (a zombied peer never answers).
     pub close_timeout: Duration,
     /// Random wait before identifying after op 9 `false`: 1–3 s. Discord's
-    /// current docs say only to reconnect and identify; older ones asked
+    /// current docs say only to reconnect and identify
+    /// (<https://discord.com/developers/docs/events/gateway#resuming>); older ones asked
     /// for a random 1–5 s, which is still a sensible guard against every
     /// client of a restarted gateway identifying in the same instant. 3 s
     /// at most keeps a comeback (first Hello to READY) within a few
