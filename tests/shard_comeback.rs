@@ -95,6 +95,7 @@ fn op_9_after_an_outage_identifies_within_5_s_of_the_first_hello() {
         );
         wait_dispatch(&handle, "READY").await;
         let ready = hello.elapsed();
+        eprintln!("after the first Hello: Identify {identified:?}, READY {ready:?}");
         assert!(
             ready < Duration::from_secs(6),
             "READY {ready:?} after Hello"
@@ -149,6 +150,7 @@ fn a_zombie_on_a_healthy_session_resumes_within_1_s_of_the_verdict() {
         let verdict = Instant::now();
         wait_dispatch(&handle, "RESUMED").await;
         let resumed = verdict.elapsed();
+        eprintln!("RESUMED {resumed:?} after the zombie verdict");
         assert!(
             resumed < Duration::from_secs(1),
             "resumed {resumed:?} after the zombie verdict"
