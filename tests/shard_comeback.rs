@@ -7,8 +7,11 @@
 mod support;
 
 use smolcord::protocol::Intents;
+use smolcord::rest::RestClient;
 use smolcord::shard::{Backoff, ShardConfig, ShardEvent};
-use smolcord::sim::{next_matching, Fault, SimConfig, SimEvent, Simulator};
+use smolcord::sim::{
+    next_matching, Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simulator,
+};
 use std::time::{Duration, Instant};
 use support::logs;
 use support::shard::*;
@@ -203,5 +206,43 @@ fn op_9s_in_a_row_without_a_ready_back_off() {
             "{logged:?}"
         );
         assert!(logged[2].contains("3 times in a row"), "{logged:?}");
+    });
+}
+
+#[test]
+fn a_hung_gateway_bot_does_not_hold_the_identify_after_op_9() {
+    let _serial = logs::serial();
+    let sim = sim(5_000);
+    let mut config = shard_config(&sim);
+    config.identify_window = Duration::from_millis(50);
+    let rest = RestClient::new(&sim.api_base(), sim.config().token.clone());
+    config.gateway_info = Some(rest.gateway_info_source());
+    run_local(config, |handle, _| async move {
+        wait_dispatch(&handle, "READY").await;
+        // GET /gateway/bot (asked before every identify, for the budget)
+        // now answers 30 s late: REST is having a bad day.
+        sim.rest_fault(RestFault {
+            kind: RestFaultKind::Delay(Duration::from_secs(30)),
+            count: 100,
+            path_prefix: Some("/api/v10/gateway/bot".into()),
+        });
+        let events = sim.subscribe();
+        sim.fault(Fault::InvalidSession(false));
+        let op_9 = Instant::now();
+        next_matching(&events, SOON, |e| matches!(e, SimEvent::Identified { .. }))
+            .await
+            .expect("a fresh identify");
+        let identified = op_9.elapsed();
+        eprintln!("identified {identified:?} after op 9 with GET /gateway/bot hung");
+        // The guard (10-50 ms here), then at most 3 s for the answer.
+        assert!(
+            identified < Duration::from_secs(5),
+            "identified {identified:?} after op 9"
+        );
+        assert!(
+            !logs::warnings_with("GET /gateway/bot did not answer within 3.0 s").is_empty(),
+            "{:?}",
+            logs::warnings()
+        );
     });
 }

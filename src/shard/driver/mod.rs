@@ -19,7 +19,7 @@ use super::counts::check_session_start_limit;
 use super::history::EndReason;
 use super::identify_budget::{Pressure, SessionStartLimit};
 use super::session::Session;
-use super::{lock, max_message_bytes_for, Shard, ShardError, ShardEvent, ShardStatus};
+use super::{lock, max_message_bytes_for, GatewayInfo, Shard, ShardError, ShardEvent, ShardStatus};
 use crate::heartbeat::Account;
 use crate::protocol::CloseCode;
 use crate::rest::USER_AGENT;
@@ -33,6 +33,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
 /// After this many failed connects to the resume URL, resume via the base URL.
 const RESUME_URL_ATTEMPTS: u32 = 2;
+/// How long an identify waits for `GET /gateway/bot` (the identify budget)
+/// at least: Discord answers in well under a second.
+const GATEWAY_INFO_PATIENCE: Duration = Duration::from_secs(3);
 /// Waits at least this long are logged at info level, with the reason
 /// (shorter ones at debug level: every wait is logged at its real length).
 const LOUD_WAIT: Duration = Duration::from_secs(1);
@@ -180,12 +183,23 @@ impl Driver {
     pub(super) async fn run(mut self) -> Result<(), ShardError> {
         let mut wait = Duration::ZERO;
         loop {
-            if !self.pause(wait).await {
-                return self.stopped();
-            }
             let session = self.session();
-            if session.is_none() && !self.identify_gate().await {
-                return self.stopped();
+            if session.is_some() {
+                if !self.pause(wait).await {
+                    return self.stopped();
+                }
+            } else {
+                // An identify follows: GET /gateway/bot (the budget) is
+                // asked during the wait, not after it.
+                let Some(answer) = self.wait_asking_gateway_info(wait).await else {
+                    return self.stopped();
+                };
+                if let Some(answer) = answer {
+                    self.apply_gateway_info(answer);
+                }
+                if !self.identify_gate().await {
+                    return self.stopped();
+                }
             }
             if let Some((order, index)) = self.shard.start.clone() {
                 if self.unless_shutdown(order.wait_turn(index)).await.is_none() {
@@ -375,6 +389,43 @@ impl Driver {
         let Some(answer) = self.unless_shutdown(source()).await else {
             return false;
         };
+        self.apply_gateway_info(answer);
+        true
+    }
+
+    /// Waits `wait` while asking `GET /gateway/bot`, for the answer no
+    /// longer than [`GATEWAY_INFO_PATIENCE`] (or `wait`, if longer): a slow
+    /// or failing REST endpoint must not hold an identify that the gateway
+    /// is ready for (its bound, with retries, is tens of seconds). Without
+    /// an answer the identify goes ahead on what is known (the last
+    /// answer, the budget's own count). `None` if shut down meanwhile;
+    /// `Some(None)` without an answer (or a source to ask).
+    async fn wait_asking_gateway_info(
+        &self,
+        wait: Duration,
+    ) -> Option<Option<Result<GatewayInfo, String>>> {
+        let Some(source) = self.shard.config.gateway_info.clone() else {
+            return self.pause(wait).await.then_some(None);
+        };
+        let patience = wait.max(GATEWAY_INFO_PATIENCE);
+        let ask = future::or(async { Some(source().await) }, async {
+            Timer::after(patience).await;
+            None
+        });
+        let (_, answer) = self
+            .unless_shutdown(future::zip(Timer::after(wait), ask))
+            .await?;
+        if answer.is_none() {
+            log::warn!(
+                "GET /gateway/bot did not answer within {:.1} s; identifying on the identify budget as last known",
+                patience.as_secs_f64()
+            );
+        }
+        Some(answer)
+    }
+
+    /// Takes in an answer of `GET /gateway/bot`.
+    fn apply_gateway_info(&mut self, answer: Result<GatewayInfo, String>) {
         match answer {
             Ok(info) => {
                 if self.shard.config.gateway_url.is_none() {
@@ -398,14 +449,10 @@ impl Driver {
             }
             Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
         }
-        true
     }
 
     /// Waits as the identify budget requires. False if shut down meanwhile.
     async fn identify_gate(&mut self) -> bool {
-        if !self.refresh_gateway_info().await {
-            return false;
-        }
         let plan = lock(&self.shard.budget).plan(unix_ms(), self.remote_limit);
         match plan.pressure {
             Pressure::Normal => {}
