@@ -2,10 +2,12 @@
 //!
 //! Discord lets a bot start `max_concurrency` fresh sessions per 5 s: one
 //! per bucket, the bucket of shard `n` being `n % max_concurrency`. Too
-//! early an Identify gets op 9 (invalid session), which costs a retry and a
-//! piece of the daily budget. A shard asks its [`IdentifyQueue`] for a
-//! permit before each fresh identify (a resume never asks: it is free and
-//! unlimited) and holds it until its Identify is sent.
+//! early an Identify is answered with op 9 (invalid session) and must be
+//! made again (whether the refused one counts against the daily budget,
+//! Discord does not say; the budget guard counts it). A shard asks its
+//! [`IdentifyQueue`] for a permit before each fresh identify (a resume
+//! never asks: it is free and unlimited) and holds it until its Identify
+//! is sent.
 //!
 //! - [`LocalIdentifyQueue`]: the shards of one process (a [`super::ShardSet`]
 //!   shares one), one identify per bucket per window, buckets served in the
