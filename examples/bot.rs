@@ -79,7 +79,7 @@ async fn run() -> Result<(), String> {
     // GET /gateway/bot: the gateway URL, the recommended shard count and
     // the identify budget (max_concurrency, remaining).
     let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-    let (ids, count) = range.resolve(bot.shards);
+    let (ids, count) = range.resolve(bot.shards)?;
 
     let intents = if env("SMOLCORD_BOT_DM_ONLY").is_some() {
         Intents::DIRECT_MESSAGES

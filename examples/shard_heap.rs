@@ -53,7 +53,7 @@ fn child(range: &str) -> Result<(), String> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
     let token = Token::new(&env("DISCORD_TOKEN")?).ok_or("DISCORD_TOKEN is blank")?;
     let rest = RestClient::new(&env("SMOLCORD_API_BASE")?, token.clone());
-    let (ids, count) = ShardRange::parse(range)?.resolve(1);
+    let (ids, count) = ShardRange::parse(range)?.resolve(1)?;
     let shards = ids.clone().count();
     let mut config = ShardConfig::new(
         token,

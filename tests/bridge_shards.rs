@@ -179,3 +179,25 @@ fn a_shard_refused_for_good_stops_the_process_with_78_naming_the_shard() {
         "{stderr}"
     );
 }
+
+#[test]
+fn shards_auto_refuses_a_recommendation_past_the_caps_naming_gateway_bot() {
+    // GET /gateway/bot recommending 100 000 shards: the start took 1.5 GiB
+    // before it was refused; now nothing is sized by the figure first.
+    let sim = Simulator::start(SimConfig {
+        recommended_shards: 100_000,
+        ..SimConfig::default()
+    })
+    .expect("simulator starts");
+    let state = tempfile::tempdir().unwrap();
+    let mut bot = start(&sim, state.path(), "\"auto\"");
+    let status = bot.wait(BOUND);
+    let stderr = bot.stderr();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("GET /gateway/bot recommends 100000 shards")
+            && stderr.contains("more than 65536"),
+        "{stderr}"
+    );
+    assert_eq!(sim.stats().totals.identifies, 0);
+}

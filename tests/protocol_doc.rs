@@ -438,7 +438,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
         secrets.push(session_id(&handle));
         step(
             "op 9 Invalid Session, not resumable",
-            "`d` false: the session is gone. Discord's docs say to reconnect and identify; the shard does so after a short random wait (a guard against every client of a failed gateway coming back at once; shortened here) and gets a new READY.",
+            "`d` false: the session is gone. Discord's docs say to reconnect and identify; the shard waits a random 1–3 s first (a guard against every client of a restarted gateway identifying at once; older docs asked for 1–5 s; shortened here), then identifies afresh and gets a new READY.",
             &[("Invalid Session", "events/gateway-events#invalid-session")],
             Beats::Hidden,
             Vec::new(),
@@ -666,7 +666,7 @@ fn annotate(line: &str) -> &'static str {
     } else if has(" <- op 10 Hello") {
         "`drive` in [`shard::driver`](../src/shard/driver/connection.rs) reads the interval; [`heartbeat`](../src/heartbeat/mod.rs) schedules beat n at `hello + interval × jitter + n × interval`, so a late beat never delays the next."
     } else if has(" -> op 2 Identify") {
-        "`identify` in [`shard::driver`](../src/shard/driver/connection.rs) sends it ([`protocol::commands`](../src/protocol/commands.rs)) once the identify queue ([`shard::identify_queue`](../src/shard/identify_queue.rs)) grants a turn in its `max_concurrency` bucket; [`shard::identify_budget`](../src/shard/identify_budget.rs) counts it against `session_start_limit`. The token is redacted by [`wire`](../src/wire.rs)."
+        "`identify` in [`shard::driver`](../src/shard/driver/connection.rs) sends it ([`protocol::commands`](../src/protocol/commands.rs)) once the identify queue ([`shard::identify_queue`](../src/shard/identify_queue.rs)) grants a turn in its `max_concurrency` bucket; [`shard::identify_budget`](../src/shard/identify_budget.rs) counts it against `session_start_limit` (`total` a day: 1000 for most bots). The token is redacted by [`wire`](../src/wire.rs)."
     } else if has(" -> op 6 Resume") {
         "`converse` in [`shard::driver`](../src/shard/driver/connection.rs) resumes the session kept in [`shard::session`](../src/shard/session.rs) from the last sequence number delivered; token and session id redacted."
     } else if has(" <- op 0 READY") {

@@ -112,3 +112,53 @@ fn a_saved_session_still_resumes_when_the_budget_is_low() {
     );
     assert_eq!(sim.stats().totals.identifies, 1);
 }
+
+#[test]
+fn an_absurd_max_concurrency_from_gateway_bot_is_refused_and_the_shard_identifies() {
+    // It used to allocate a slot per bucket: 4 294 967 295 of them, an
+    // abort on every start.
+    let sim = Simulator::start(SimConfig {
+        session_start_limit: SessionStartLimit {
+            max_concurrency: u32::MAX,
+            ..SessionStartLimit::default()
+        },
+        ..SimConfig::default()
+    })
+    .unwrap();
+    run_local(config_asking_the_gateway(&sim), |handle, _| async move {
+        wait_dispatch(&handle, "READY").await;
+        let logs = captured();
+        assert!(
+            logs.iter().any(|l| l.starts_with("ERROR")
+                && l.contains("GET /gateway/bot: refusing its session_start_limit: max_concurrency 4294967295")),
+            "{logs:#?}"
+        );
+    });
+}
+
+#[test]
+fn the_log_gives_the_gateways_own_daily_budget() {
+    let _serial = support::logs::serial();
+    let sim = Simulator::start(SimConfig {
+        session_start_limit: SessionStartLimit {
+            total: 5000,
+            remaining: 3,
+            ..SessionStartLimit::default()
+        },
+        ..SimConfig::default()
+    })
+    .unwrap();
+    run_local(config_asking_the_gateway(&sim), |_handle, _| async {
+        wait_until("the budget warning", SOON, || {
+            captured()
+                .into_iter()
+                .find(|l| l.contains("identify budget nearly spent"))
+        })
+        .await
+    });
+    let line = captured()
+        .into_iter()
+        .find(|l| l.contains("identify budget nearly spent"))
+        .unwrap();
+    assert!(line.contains("3 left of 5000 per 24 h"), "{line}");
+}

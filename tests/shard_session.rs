@@ -422,3 +422,26 @@ fn malformed_frames_are_skipped_not_fatal() {
         assert_eq!(handle.status().sessions_started, 1);
     });
 }
+
+#[test]
+fn a_server_close_with_1000_or_1001_resumes() {
+    // Discord documents only that a *client* closing with 1000/1001 ends
+    // the session; a server's 1000/1001 is resumed, as twilight and
+    // discord.py do (a session that did end answers op 9, then Identify).
+    let sim = sim(5_000);
+    let rx = sim.subscribe();
+    run_local(shard_config(&sim), |handle, _| async move {
+        wait_dispatch(&handle, "READY").await;
+        for code in [1000, 1001] {
+            assert_eq!(sim.fault(Fault::Close(code)), 1);
+            next_sim_event(&rx, &format!("a resume after {code}"), |e| {
+                matches!(e, SimEvent::Resumed { .. })
+            })
+            .await;
+            wait_dispatch(&handle, "RESUMED").await;
+        }
+        let status = handle.status();
+        assert_eq!((status.sessions_started, status.resumes), (1, 2));
+        assert_eq!(sim.stats().totals.identifies, 1);
+    });
+}

@@ -227,7 +227,7 @@ async fn shard_ids(
         }
         ShardRange::Range { .. } => 0,
     };
-    Ok(range.resolve(recommended))
+    range.resolve(recommended)
 }
 
 /// The bridge saved the sessions before the gateway closed, so each

@@ -206,6 +206,52 @@ fn shards_come_from_the_file_or_the_environment() {
 }
 
 #[test]
+fn shard_counts_are_bounded_wherever_they_come_from() {
+    // The hostile run's figures: shards 0-4294967294 of 4294967295 (an
+    // abort allocating 480 GiB), a million shards (1.5 GiB).
+    for (body, key, why) in [
+        (
+            r#"{"shards": [0, 4294967294, 4294967295]}"#,
+            "key `shards`",
+            "4294967295 is more than 65536",
+        ),
+        (
+            r#"{"shards": [0, 999999, 1000000]}"#,
+            "key `shards`",
+            "1000000 is more than 65536",
+        ),
+        (
+            r#"{"shards": [0, 1024, 2048]}"#,
+            "key `shards`",
+            "1025 shards for one process, which runs at most 1024",
+        ),
+        (
+            r#"{"shard": [0, 4294967295]}"#,
+            "key `shard`",
+            "4294967295 is more than 65536",
+        ),
+    ] {
+        let err = parse(body).unwrap_err().to_string();
+        assert!(err.contains(key) && err.contains(why), "{body}: {err}");
+    }
+    for (value, why) in [
+        ("0-4294967294/4294967295", "4294967295 is more than 65536"),
+        ("0-1999/2000", "2000 shards for one process"),
+    ] {
+        let env = env_of(&[("SMOLCORD_STATE_DIR", "/s"), ("SMOLCORD_SHARDS", value)]);
+        let err = Config::parse("{}", Path::new("/etc/c.json"), &env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("SMOLCORD_SHARDS") && err.contains(why),
+            "{value}: {err}"
+        );
+    }
+    // The largest figures still accepted.
+    parse(r#"{"shards": [64512, 65535, 65536]}"#).unwrap();
+}
+
+#[test]
 fn typo_gets_a_suggestion() {
     let err = parse(r#"{"alowed_user_ids": []}"#).unwrap_err();
     assert!(

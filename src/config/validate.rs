@@ -14,17 +14,8 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
         |key: &str, what: String| Err(ConfigError::new(format!("{source}: key `{key}`: {what}")));
 
     let [id, count] = config.shard;
-    if count == 0 {
-        return fail(
-            "shard",
-            "shard count must be at least 1 (`[id, count]`)".into(),
-        );
-    }
-    if id >= count {
-        return fail(
-            "shard",
-            format!("shard id {id} must be less than the count {count}"),
-        );
+    if let Err(why) = crate::shard::ShardRange::new(id, id, count) {
+        return fail("shard", format!("`[{id}, {count}]`: {why}"));
     }
     if let Some(url) = &config.gateway_url {
         if !(url.starts_with("ws://") || url.starts_with("wss://")) {

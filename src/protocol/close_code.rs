@@ -36,14 +36,24 @@ impl CloseCode {
     }
 
     /// What a client should do after the server closed with this code.
+    ///
+    /// A close from the server with 1000 or 1001 resumes. Discord documents
+    /// only that a *client* closing with 1000 or 1001 ends its session
+    /// (<https://discord.com/developers/docs/events/gateway#initiating-a-disconnect>);
+    /// of a server sending them it says nothing, and its close code table
+    /// lists neither. twilight and discord.py resume there, and so do we:
+    /// a resume that comes too late costs one round trip (op 9 `false`,
+    /// then Identify), while identifying afresh when the session lived on
+    /// would spend a piece of the daily budget and lose the dispatches a
+    /// resume replays.
     pub fn action(self) -> CloseAction {
         match self.0 {
             4004 | 4010..=4014 => CloseAction::Fatal,
-            // 1000/1001 from the server ended the session; so did a bad seq
-            // (4007) or a timeout (4009).
-            1000 | 1001 | 4007 | 4009 => CloseAction::Reidentify,
-            // 4000-4003, 4005, 4008, 1006 (no close frame) and anything
-            // unknown: the session may live on, so try to resume.
+            // The session is gone: a bad seq (4007) or a timeout (4009).
+            4007 | 4009 => CloseAction::Reidentify,
+            // 1000/1001 (see above), 4000-4003, 4005, 4008, 1006 (no close
+            // frame) and anything unknown: the session may live on, so try
+            // to resume.
             _ => CloseAction::Resume,
         }
     }
@@ -103,10 +113,13 @@ mod tests {
             assert_eq!(CloseCode(code).action(), CloseAction::Fatal, "{code}");
             assert!(CloseCode(code).advice().is_some(), "{code}");
         }
-        for code in [4007, 4009, 1000, 1001] {
+        for code in [4007, 4009] {
             assert_eq!(CloseCode(code).action(), CloseAction::Reidentify, "{code}");
         }
-        for code in [4000, 4001, 4002, 4003, 4005, 4008, 1006, 1011, 4999] {
+        // 1000/1001 from the server: resumed, as twilight and discord.py do.
+        for code in [
+            1000, 1001, 4000, 4001, 4002, 4003, 4005, 4008, 1006, 1011, 4999,
+        ] {
             assert_eq!(CloseCode(code).action(), CloseAction::Resume, "{code}");
             assert!(CloseCode(code).advice().is_none(), "{code}");
         }

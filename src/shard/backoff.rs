@@ -35,6 +35,15 @@ impl Backoff {
         }
     }
 
+    /// The same backoff with no attempts counted (for another kind of
+    /// failure that should not inherit this one's count).
+    pub fn restarted(&self) -> Backoff {
+        Backoff {
+            attempt: 0,
+            ..self.clone()
+        }
+    }
+
     /// The upper bound of the next delay (before jitter).
     pub fn ceiling(&self) -> Duration {
         let factor = 1u32.checked_shl(self.attempt.min(31)).unwrap_or(u32::MAX);

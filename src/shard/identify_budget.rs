@@ -1,13 +1,15 @@
 //! The identify budget guard.
 //!
-//! Discord resets a bot's token after 1000 identifies in 24 h, and a
-//! reconnect storm can burn that in an afternoon. This guard counts fresh
-//! identifies in a rolling 24 h window (persisted with the session state, so
-//! a crash loop is counted too), takes the gateway's own
-//! `session_start_limit.remaining` into account when known, and slows down
-//! — loudly — as the budget runs low instead of spending it. (Spacing
-//! identifies by Discord's 5 s concurrency window is the identify queue's
-//! job: [`super::identify_queue`].)
+//! Discord allows a bot `session_start_limit.total` fresh sessions a day
+//! (1000 for most bots; `max(2000, guilds / 1000 × 5)` for large ones) and
+//! resets its token when they run out; a reconnect storm can burn them in
+//! an afternoon. This guard counts fresh identifies in a rolling 24 h
+//! window (persisted with the session state, so a crash loop is counted
+//! too), takes the gateway's own `total`, `remaining` and `reset_after`
+//! (`GET /gateway/bot`) into account when known — 1000 a day when not —
+//! and slows down, loudly, as the budget runs low instead of spending it.
+//! (Spacing identifies by Discord's 5 s concurrency window is the identify
+//! queue's job: [`super::identify_queue`].)
 
 pub use crate::protocol::SessionStartLimit;
 use serde::{Deserialize, Serialize};
@@ -15,8 +17,13 @@ use std::time::Duration;
 
 /// Discord's window for the identify limit.
 pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
-/// Discord's identify limit per window for ordinary bots.
+/// Discord's identify limit per window for ordinary bots: the budget
+/// assumed while `GET /gateway/bot` has not given the real one.
 pub const DAILY_LIMIT: u32 = 1000;
+/// Identifies remembered: as many as the largest daily budget believed
+/// (the guard keeps the count below the budget, so this is a bound for a
+/// history it never sees in practice).
+const REMEMBERED: usize = super::counts::MAX_SESSION_STARTS as usize;
 /// Identifies allowed per `max_concurrency` bucket per this long.
 pub const CONCURRENCY_WINDOW: Duration = Duration::from_secs(5);
 
@@ -38,6 +45,9 @@ pub struct IdentifyPlan {
     pub wait: Duration,
     /// Identifies left by the stricter of our count and the gateway's.
     pub remaining: u32,
+    /// The day's budget: the gateway's `total`, or [`DAILY_LIMIT`] while
+    /// it has not said.
+    pub total: u32,
     /// How urgent it is.
     pub pressure: Pressure,
 }
@@ -77,7 +87,7 @@ impl IdentifyBudget {
         self.history.extend_from_slice(&other.history);
         self.history.sort_unstable();
         self.history.dedup();
-        let excess = self.history.len().saturating_sub(DAILY_LIMIT as usize);
+        let excess = self.history.len().saturating_sub(REMEMBERED);
         self.history.drain(..excess);
     }
 
@@ -85,8 +95,9 @@ impl IdentifyBudget {
     pub fn record(&mut self, now_ms: u64) {
         self.expire(now_ms);
         self.history.push(now_ms);
-        // Bounded: more than the daily limit is never useful to remember.
-        if self.history.len() > DAILY_LIMIT as usize {
+        // Bounded: more than the largest daily budget is never useful to
+        // remember.
+        if self.history.len() > REMEMBERED {
             self.history.remove(0);
         }
     }
@@ -95,7 +106,8 @@ impl IdentifyBudget {
     /// gateway's figures if we have them.
     pub fn plan(&mut self, now_ms: u64, remote: Option<SessionStartLimit>) -> IdentifyPlan {
         let used = self.used(now_ms);
-        let local_remaining = DAILY_LIMIT.saturating_sub(used);
+        let total = remote.map_or(DAILY_LIMIT, |limit| limit.total);
+        let local_remaining = total.saturating_sub(used);
         let remaining = remote.map_or(local_remaining, |limit| {
             limit.remaining.min(local_remaining)
         });
@@ -121,6 +133,7 @@ impl IdentifyBudget {
         IdentifyPlan {
             wait: budget_wait,
             remaining,
+            total,
             pressure,
         }
     }
@@ -179,6 +192,36 @@ mod tests {
         assert_eq!(plan.remaining, 3);
         assert_eq!(plan.pressure, Pressure::Critical);
         assert_eq!(plan.wait, Duration::from_millis(5 * HOUR));
+    }
+
+    #[test]
+    fn a_large_bots_budget_is_the_gateways_total() {
+        // 1200 identifies today: past an ordinary bot's 1000, well within
+        // the 2000 Discord gives this one.
+        let mut budget = IdentifyBudget::default();
+        for n in 0..1200 {
+            budget.record(n * 1000);
+        }
+        let remote = SessionStartLimit {
+            total: 2000,
+            remaining: 800,
+            reset_after: HOUR,
+            max_concurrency: 16,
+        };
+        let plan = budget.plan(1_200_000, Some(remote));
+        assert_eq!(
+            (plan.remaining, plan.total, plan.pressure),
+            (800, 2000, Pressure::Normal)
+        );
+        // Our own count still wins when it is the stricter.
+        let stale = SessionStartLimit {
+            remaining: 2000,
+            ..remote
+        };
+        assert_eq!(budget.plan(1_200_000, Some(stale)).remaining, 800);
+        // Unknown: Discord's 1000 for most bots.
+        let plan = budget.plan(1_200_000, None);
+        assert_eq!((plan.remaining, plan.total), (0, DAILY_LIMIT));
     }
 
     #[test]

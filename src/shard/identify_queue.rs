@@ -2,10 +2,12 @@
 //!
 //! Discord lets a bot start `max_concurrency` fresh sessions per 5 s: one
 //! per bucket, the bucket of shard `n` being `n % max_concurrency`. Too
-//! early an Identify gets op 9 (invalid session), which costs a retry and a
-//! piece of the daily budget. A shard asks its [`IdentifyQueue`] for a
-//! permit before each fresh identify (a resume never asks: it is free and
-//! unlimited) and holds it until its Identify is sent.
+//! early an Identify is answered with op 9 (invalid session) and must be
+//! made again (whether the refused one counts against the daily budget,
+//! Discord does not say; the budget guard counts it). A shard asks its
+//! [`IdentifyQueue`] for a permit before each fresh identify (a resume
+//! never asks: it is free and unlimited) and holds it until its Identify
+//! is sent.
 //!
 //! - [`LocalIdentifyQueue`]: the shards of one process (a [`super::ShardSet`]
 //!   shares one), one identify per bucket per window, buckets served in the
@@ -31,6 +33,7 @@
 //! ```
 
 use super::backoff::Backoff;
+use super::counts::MAX_CONCURRENCY;
 use super::BoxFuture;
 use futures_lite::future;
 use smol::lock::{Mutex as AsyncMutex, MutexGuardArc};
@@ -173,8 +176,19 @@ impl IdentifyQueue for LocalIdentifyQueue {
         })
     }
 
+    /// A value outside `1..=`[`MAX_CONCURRENCY`] is refused (logged) and
+    /// the buckets kept: each is a slot allocated here, and fewer buckets
+    /// than Discord's would put two shards of one of its buckets in
+    /// different slots (two identifies at once).
     fn set_max_concurrency(&self, max_concurrency: u32) {
-        let wanted = max_concurrency.max(1) as usize;
+        if !(1..=MAX_CONCURRENCY).contains(&max_concurrency) {
+            log::error!(
+                "identify queue: refusing max_concurrency {max_concurrency} (not in 1..={MAX_CONCURRENCY}); keeping {} bucket(s)",
+                self.lock().slots.len()
+            );
+            return;
+        }
+        let wanted = max_concurrency as usize;
         let mut buckets = self.lock();
         buckets.pending = (buckets.slots.len() != wanted).then_some(wanted);
         buckets.settle();
@@ -296,8 +310,10 @@ impl IdentifyQueue for RemoteIdentifyQueue {
     }
 
     fn set_max_concurrency(&self, max_concurrency: u32) {
-        self.max_concurrency
-            .store(max_concurrency.max(1), Ordering::Relaxed);
+        if (1..=MAX_CONCURRENCY).contains(&max_concurrency) {
+            self.max_concurrency
+                .store(max_concurrency, Ordering::Relaxed);
+        }
         self.floor.set_max_concurrency(max_concurrency);
     }
 }
@@ -427,6 +443,18 @@ mod tests {
             assert!(first >= 190 * MS, "first after {first:?}");
             assert!(gap >= 190 * MS, "gap {gap:?}");
         });
+    }
+
+    #[test]
+    fn an_absurd_max_concurrency_is_refused_before_any_slot_is_made() {
+        let queue = LocalIdentifyQueue::new(10 * MS);
+        queue.set_max_concurrency(4);
+        for absurd in [u32::MAX, MAX_CONCURRENCY + 1, 0] {
+            queue.set_max_concurrency(absurd);
+            assert_eq!(queue.lock().slots.len(), 4, "{absurd}");
+        }
+        queue.set_max_concurrency(MAX_CONCURRENCY);
+        assert_eq!(queue.lock().slots.len(), MAX_CONCURRENCY as usize);
     }
 
     #[test]

@@ -9,6 +9,13 @@
 //! its turn in the identify queue ([`identify_queue`]) and spends the daily
 //! budget ([`identify_budget`]).
 //!
+//! Once the gateway answers again (a Hello arrived), nothing of an outage's
+//! backoff is left in the way: op 9 `false` is followed by a fresh identify
+//! within [`ShardConfig::invalid_session_wait`] (a storm guard; Discord's
+//! docs say to reconnect and identify), with a backoff only when sessions
+//! keep ending before a READY; a zombie verdict on a session that had been
+//! healthy reconnects to resume at once.
+//!
 //! The handle's stream carries more than dispatches: heartbeat ACKs and
 //! disconnects arrive in it too, so a consumer loops over every event. To
 //! resume after a restart, persist [`ShardStatus::resume_state`] (the seq of
@@ -61,6 +68,7 @@
 //! ```
 
 pub mod backoff;
+pub mod counts;
 mod driver;
 pub mod history;
 pub mod identify_budget;
@@ -143,7 +151,15 @@ pub struct ShardConfig {
     pub hello_timeout: Duration,
     /// Bound on the close handshake (a zombied peer never answers).
     pub close_timeout: Duration,
-    /// Random wait before identifying after op 9 `false` (Discord: 1-5 s).
+    /// Random wait before identifying after op 9 `false`: 1–3 s. Discord's
+    /// current docs say only to reconnect and identify
+    /// (<https://discord.com/developers/docs/events/gateway#resuming>); older ones asked
+    /// for a random 1–5 s, which is still a sensible guard against every
+    /// client of a restarted gateway identifying in the same instant. 3 s
+    /// at most keeps a comeback (first Hello to READY) within a few
+    /// seconds; the identify queue spaces identifies by Discord's limit
+    /// anyway. A backoff is added only when sessions keep ending before
+    /// any READY — never the backoff of the outage before the Hello.
     pub invalid_session_wait: (Duration, Duration),
     /// How many dispatches may wait for the consumer; beyond that the shard
     /// stops reading the socket until there is room (backpressure).
@@ -207,7 +223,7 @@ impl ShardConfig {
             connect_timeout: Duration::from_secs(10),
             hello_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(1),
-            invalid_session_wait: (Duration::from_secs(1), Duration::from_secs(5)),
+            invalid_session_wait: (Duration::from_secs(1), Duration::from_secs(3)),
             queue: QueueLimits::default(),
             max_message_bytes: None,
             send_timeout: Duration::from_secs(10),

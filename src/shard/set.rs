@@ -28,8 +28,8 @@
 //! ```
 
 use super::{
-    local_queue, lock, queue, IdentifyBudget, IdentifyQueue, SessionState, Shard, ShardConfig,
-    ShardError, ShardEvent, ShardHandle, ShardStatus,
+    counts, local_queue, lock, queue, IdentifyBudget, IdentifyQueue, SessionState, Shard,
+    ShardConfig, ShardError, ShardEvent, ShardHandle, ShardStatus,
 };
 use crate::protocol::{CloseCode, Command};
 use event_listener::Event;
@@ -61,11 +61,10 @@ pub enum ShardRange {
 }
 
 impl ShardRange {
-    /// Shards `first..=last` of `count`, checked.
+    /// Shards `first..=last` of `count`, checked: ids that exist, a count
+    /// and a number of shards within [`super::counts`]' caps.
     pub fn new(first: u32, last: u32, count: u32) -> Result<ShardRange, String> {
-        if count == 0 {
-            return Err("the shard count must be at least 1".into());
-        }
+        counts::check_shard_count(count)?;
         if last < first {
             return Err(format!(
                 "the last shard {last} comes before the first {first}"
@@ -77,6 +76,7 @@ impl ShardRange {
                 count - 1
             ));
         }
+        counts::check_shards_per_process(first, last)?;
         Ok(ShardRange::Range { first, last, count })
     }
 
@@ -96,14 +96,21 @@ impl ShardRange {
         ShardRange::new(first, last, number(count)?)
     }
 
-    /// The ids and count, with `recommended` standing in for `Auto`.
-    pub fn resolve(self, recommended: u32) -> (RangeInclusive<u32>, u32) {
+    /// The ids and count, with every shard of `recommended` (`GET
+    /// /gateway/bot`'s `shards`) standing in for `Auto`; a recommendation
+    /// past the caps of [`super::counts`] is refused, saying so.
+    pub fn resolve(self, recommended: u32) -> Result<(RangeInclusive<u32>, u32), String> {
         match self {
             ShardRange::Auto => {
                 let count = recommended.max(1);
-                (0..=count - 1, count)
+                ShardRange::new(0, count - 1, count).map_err(|e| {
+                    format!(
+                        "shards \"auto\": GET /gateway/bot recommends {recommended} shards: {e}"
+                    )
+                })?;
+                Ok((0..=count - 1, count))
             }
-            ShardRange::Range { first, last, count } => (first..=last, count),
+            ShardRange::Range { first, last, count } => Ok((first..=last, count)),
         }
     }
 }
@@ -455,6 +462,18 @@ mod tests {
                 Err(err) => assert!(err.contains(why), "{ids:?} of {count}: {err}"),
             }
         }
+        // Counts past the caps are refused before anything is allocated
+        // (a million shards took 1.5 GiB; 0..=u32::MAX - 1 aborted).
+        for (ids, count, why) in [
+            (0..=999_999, 1_000_000, "1000000 is more than 65536"),
+            (0..=u32::MAX - 1, u32::MAX, "4294967295 is more than 65536"),
+            (0..=1024, 65_536, "1025 shards for one process"),
+        ] {
+            match set(ids.clone(), count) {
+                Ok(_) => panic!("{ids:?} of {count} accepted"),
+                Err(err) => assert!(err.contains(why), "{ids:?} of {count}: {err}"),
+            }
+        }
         let (_, handle) = set(4..=7, 8).expect("shards 4-7 of 8 exist");
         let ids: Vec<[u32; 2]> = handle.statuses().iter().map(|s| s.shard).collect();
         assert_eq!(ids, [[4, 8], [5, 8], [6, 8], [7, 8]]);
@@ -489,7 +508,16 @@ mod tests {
             let err = ShardRange::parse(text).unwrap_err();
             assert!(err.contains(why), "{text}: {err}");
         }
-        assert_eq!(ShardRange::Auto.resolve(3), (0..=2, 3));
+        assert_eq!(ShardRange::Auto.resolve(3), Ok((0..=2, 3)));
+        // GET /gateway/bot recommending 100 000 shards (1.5 GiB at once).
+        let err = ShardRange::Auto.resolve(100_000).unwrap_err();
+        assert!(
+            err.contains("GET /gateway/bot recommends 100000 shards")
+                && err.contains("more than 65536"),
+            "{err}"
+        );
+        let err = ShardRange::Auto.resolve(2000).unwrap_err();
+        assert!(err.contains("runs at most 1024"), "{err}");
         let json = |text: &str| serde_json::from_str::<ShardRange>(text);
         assert_eq!(json("\"auto\"").unwrap(), ShardRange::Auto);
         assert_eq!(

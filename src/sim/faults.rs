@@ -12,8 +12,9 @@ use std::time::Duration;
 pub enum Fault {
     /// Withhold the ACKs of the next n heartbeats (a zombie connection).
     DropAcks(u32),
-    /// Close with this code. Like Discord, codes other than 4000-4003,
-    /// 4005, 4008 end the session too (see `CloseCode::action`).
+    /// Close with this code. 4007, 4009 and the fatal codes end the
+    /// session too; others (1000/1001 included) leave it resumable, as
+    /// `CloseCode::action` classifies them.
     Close(u16),
     /// Drop TCP without a close frame (the session stays resumable).
     DropTcp,

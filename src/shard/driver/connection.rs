@@ -262,7 +262,7 @@ impl Driver {
                 self.notify(ShardEvent::Disconnected {
                     reason: "the gateway stopped reading (a send timed out)".into(),
                 });
-                Err(Outcome::Resume { immediate: false })
+                Err(Outcome::Zombie)
             }
         }
     }
@@ -533,7 +533,7 @@ impl Driver {
             };
             log::warn!("{reason}; reconnecting to resume");
             self.notify(ShardEvent::Disconnected { reason });
-            return Err(Outcome::Resume { immediate: false });
+            return Err(Outcome::Zombie);
         }
         let json = Command::Heartbeat(self.last_seq)
             .to_json()

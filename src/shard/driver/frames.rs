@@ -71,14 +71,14 @@ impl Driver {
                     log::info!("invalid session (op 9, resumable); resuming");
                     Err(Outcome::Resume { immediate: true })
                 } else {
+                    // The wait is decided (and logged, at its real length)
+                    // once the connection is closed: see `Driver::run`.
+                    log::warn!("invalid session (op 9, not resumable): the session is gone");
                     let (low, high) = self.shard.config.invalid_session_wait;
                     let spread = high.saturating_sub(low);
-                    let wait = low + spread.mul_f64(fastrand::f64());
-                    log::warn!(
-                        "invalid session (op 9, not resumable); identifying afresh in {:.1} s",
-                        wait.as_secs_f64()
-                    );
-                    Err(Outcome::Reidentify { wait })
+                    Err(Outcome::Reidentify {
+                        guard: low + spread.mul_f64(fastrand::f64()),
+                    })
                 }
             }
             Some(OpCode::Hello) => {
@@ -177,7 +177,7 @@ impl Driver {
                 self.malformed(&err.to_string());
                 self.end_because(EndReason::Malformed);
                 return Err(Outcome::Reidentify {
-                    wait: Duration::ZERO,
+                    guard: Duration::ZERO,
                 });
             }
         };
@@ -212,6 +212,7 @@ impl Driver {
         );
         live.resuming = false;
         live.healthy_since = Some(Instant::now());
+        self.session_ready();
         self.set_online(connection, limiter).await
     }
 
@@ -272,7 +273,7 @@ impl Driver {
                 match code.action() {
                     CloseAction::Fatal => Outcome::Fatal(code),
                     CloseAction::Reidentify => Outcome::Reidentify {
-                        wait: Duration::ZERO,
+                        guard: Duration::ZERO,
                     },
                     CloseAction::Resume => Outcome::Resume { immediate: false },
                 }

@@ -14,10 +14,12 @@
 mod connection;
 mod frames;
 
+use super::backoff::Backoff;
+use super::counts::check_session_start_limit;
 use super::history::EndReason;
 use super::identify_budget::{Pressure, SessionStartLimit};
 use super::session::Session;
-use super::{lock, max_message_bytes_for, Shard, ShardError, ShardEvent, ShardStatus};
+use super::{lock, max_message_bytes_for, GatewayInfo, Shard, ShardError, ShardEvent, ShardStatus};
 use crate::heartbeat::Account;
 use crate::protocol::CloseCode;
 use crate::rest::USER_AGENT;
@@ -31,16 +33,32 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const DEFAULT_GATEWAY: &str = "wss://gateway.discord.gg";
 /// After this many failed connects to the resume URL, resume via the base URL.
 const RESUME_URL_ATTEMPTS: u32 = 2;
-/// Waits at least this long are logged at info level, with the reason.
+/// How long an identify waits for `GET /gateway/bot` (the identify budget)
+/// at least: Discord answers in well under a second.
+const GATEWAY_INFO_PATIENCE: Duration = Duration::from_secs(3);
+/// Waits at least this long are logged at info level, with the reason
+/// (shorter ones at debug level: every wait is logged at its real length).
 const LOUD_WAIT: Duration = Duration::from_secs(1);
+/// A zombie verdict on a session that was established on its connection
+/// reconnects at once — but at most once in this long; a second one sooner
+/// takes the backoff. A verdict needs a whole heartbeat interval without an
+/// ACK, which Discord's 41 s makes rare; a gateway that establishes every
+/// session and then stops answering (with a short interval) could
+/// otherwise have us reconnect several times a second.
+const ZOMBIE_AT_ONCE_EVERY: Duration = Duration::from_secs(30);
 
 /// How a connection ended.
 #[derive(Debug)]
 enum Outcome {
     /// Reconnect and resume; `immediate` skips the backoff (clean op 7).
     Resume { immediate: bool },
-    /// The session is gone: reconnect and identify after `wait`.
-    Reidentify { wait: Duration },
+    /// The peer stopped answering (a zombie verdict, or a send that timed
+    /// out): reconnect and resume, at once if the session had been healthy.
+    Zombie,
+    /// The session is gone: reconnect and identify after `guard` (what the
+    /// cause asks: op 9's random storm guard; nothing after a close), plus
+    /// a backoff if sessions keep ending so before any READY.
+    Reidentify { guard: Duration },
     /// Stop: the operator must act.
     Fatal(CloseCode),
     /// We were asked to stop.
@@ -65,6 +83,34 @@ pub(super) struct Driver {
     /// Why the current connection is ending (the first cause seen), for
     /// the session history.
     end: Option<EndReason>,
+    /// Sessions ended before a READY (op 9 `false`, 4007, 4009, ...) since
+    /// the last READY: from the second on, `reidentify_backoff` is added.
+    reidentifies_since_ready: u32,
+    /// The backoff between such repeats; its own, so that the backoff of an
+    /// outage (connects refused) never delays the identify once the
+    /// gateway answers again. Restarted at every READY.
+    reidentify_backoff: Backoff,
+    /// When a zombie verdict last reconnected at once.
+    last_zombie_at_once: Option<Instant>,
+}
+
+/// Logs a wait about to begin: at info level if it is long enough to be
+/// noticed, else at debug level.
+fn log_wait(wait: Duration, what: std::fmt::Arguments<'_>) {
+    if wait >= LOUD_WAIT {
+        log::info!("{what}");
+    } else {
+        log::debug!("{what}");
+    }
+}
+
+/// Where the day's budget figure came from, for the log.
+fn budget_source(from_gateway: bool) -> &'static str {
+    if from_gateway {
+        ""
+    } else {
+        " (Discord's figure for most bots: GET /gateway/bot has not given this bot's)"
+    }
 }
 
 fn unix_ms() -> u64 {
@@ -77,6 +123,7 @@ impl Driver {
     pub(super) fn new(shard: Shard) -> Driver {
         let last_seq = shard.config.state.session.as_ref().map(|s| s.seq);
         let base_url = shard.config.gateway_url.clone();
+        let reidentify_backoff = shard.config.backoff.restarted();
         Driver {
             shard,
             account: Account::default(),
@@ -88,7 +135,16 @@ impl Driver {
             abandon: false,
             send_stalled: false,
             end: None,
+            reidentifies_since_ready: 0,
+            reidentify_backoff,
+            last_zombie_at_once: None,
         }
+    }
+
+    /// A READY: the session got going, so the next op 9 is a first again.
+    fn session_ready(&mut self) {
+        self.reidentifies_since_ready = 0;
+        self.reidentify_backoff = self.shard.config.backoff.restarted();
     }
 
     fn status(&self) -> std::sync::MutexGuard<'_, ShardStatus> {
@@ -127,12 +183,23 @@ impl Driver {
     pub(super) async fn run(mut self) -> Result<(), ShardError> {
         let mut wait = Duration::ZERO;
         loop {
-            if !self.pause(wait).await {
-                return self.stopped();
-            }
             let session = self.session();
-            if session.is_none() && !self.identify_gate().await {
-                return self.stopped();
+            if session.is_some() {
+                if !self.pause(wait).await {
+                    return self.stopped();
+                }
+            } else {
+                // An identify follows: GET /gateway/bot (the budget) is
+                // asked during the wait, not after it.
+                let Some(answer) = self.wait_asking_gateway_info(wait).await else {
+                    return self.stopped();
+                };
+                if let Some(answer) = answer {
+                    self.apply_gateway_info(answer);
+                }
+                if !self.identify_gate().await {
+                    return self.stopped();
+                }
             }
             if let Some((order, index)) = self.shard.start.clone() {
                 if self.unless_shutdown(order.wait_turn(index)).await.is_none() {
@@ -202,45 +269,85 @@ impl Driver {
                     self.shard.events.push_notice(Err(error.clone()));
                     return Err(error);
                 }
-                // Asked to (op 7, op 9 `true`): at once, but only the first
-                // time since the last healthy stretch. A gateway that asks
-                // again and again (before any session got going) would
-                // otherwise have us reconnect as fast as the socket allows:
-                // thousands of connections a second.
-                Outcome::Resume { immediate: true }
-                    if self.shard.config.backoff.attempts() == 0 =>
-                {
-                    self.shard.config.backoff.next_delay();
-                    Duration::ZERO
-                }
-                Outcome::Resume { .. } => {
-                    let wait = self.shard.config.backoff.next_delay();
-                    if wait >= LOUD_WAIT {
-                        log::info!(
-                            "reconnecting in {:.1} s (backoff after {} connection failure(s) in a row)",
-                            wait.as_secs_f64(),
-                            self.shard.config.backoff.attempts()
-                        );
-                    }
-                    wait
-                }
-                Outcome::Reidentify { wait } => {
+                Outcome::Reidentify { guard } => {
                     self.set_session(None);
                     self.last_seq = None;
-                    // As for op 7: `wait` alone the first time, the backoff
-                    // too if it happens again before a healthy stretch (a
-                    // gateway closing 4009 after every Hello had us
-                    // reconnect, and ask GET /gateway/bot, ~1000 times a s).
-                    let backoff = &mut self.shard.config.backoff;
-                    if backoff.attempts() == 0 {
-                        backoff.next_delay();
-                        wait
-                    } else {
-                        wait.max(backoff.next_delay())
-                    }
+                    self.reidentify_wait(guard)
                 }
+                Outcome::Zombie => self.zombie_wait(healthy_since.is_some()),
+                Outcome::Resume { immediate } => self.resume_wait(immediate),
             };
         }
+    }
+
+    /// Before resuming after `Outcome::Resume`. Asked to (op 7, op 9
+    /// `true`): at once, but only the first time since the last healthy
+    /// stretch. A gateway that asks again and again (before any session got
+    /// going) would otherwise have us reconnect as fast as the socket
+    /// allows: thousands of connections a second.
+    fn resume_wait(&mut self, immediate: bool) -> Duration {
+        let backoff = &mut self.shard.config.backoff;
+        if immediate && backoff.attempts() == 0 {
+            backoff.next_delay();
+            log::debug!("resuming at once");
+            return Duration::ZERO;
+        }
+        let wait = backoff.next_delay();
+        let attempts = backoff.attempts();
+        log_wait(
+            wait,
+            format_args!(
+                "reconnecting in {:.1} s (backoff after {attempts} connection failure(s) in a row)",
+                wait.as_secs_f64()
+            ),
+        );
+        wait
+    }
+
+    /// Before resuming after a zombie verdict (or a send that timed out).
+    /// A session that was established on the connection had been healthy:
+    /// the path to the gateway broke, not the gateway, so the resume goes
+    /// at once (counted as an attempt, so that connects that then fail
+    /// back off as usual), at most once per [`ZOMBIE_AT_ONCE_EVERY`]. The
+    /// backoff grown by earlier faults would only hold the resume back.
+    fn zombie_wait(&mut self, established: bool) -> Duration {
+        let now = Instant::now();
+        let spaced = self
+            .last_zombie_at_once
+            .is_none_or(|at| now.saturating_duration_since(at) >= ZOMBIE_AT_ONCE_EVERY);
+        if established && spaced {
+            self.last_zombie_at_once = Some(now);
+            self.shard.config.backoff.next_delay();
+            log::info!("reconnecting at once to resume (the session had been healthy)");
+            return Duration::ZERO;
+        }
+        self.resume_wait(false)
+    }
+
+    /// Before identifying after the session ended (op 9 `false`, a close
+    /// such as 4009). The gateway answered (it sent Hello), so the backoff
+    /// of an outage before it has no business here: the first time since
+    /// the last READY only `guard` (op 9's storm guard) is waited. Only when
+    /// sessions keep ending before any READY is a backoff of its own added
+    /// (a gateway closing 4009 after every Hello had us reconnect, and ask
+    /// GET /gateway/bot, ~1000 times a second).
+    fn reidentify_wait(&mut self, guard: Duration) -> Duration {
+        let repeats = self.reidentifies_since_ready;
+        self.reidentifies_since_ready = repeats.saturating_add(1);
+        // Rare and telling: at info level whatever its length.
+        if repeats == 0 {
+            log::info!("identifying afresh in {:.1} s", guard.as_secs_f64());
+            return guard;
+        }
+        let backoff = self.reidentify_backoff.next_delay();
+        let wait = guard + backoff;
+        log::info!(
+            "identifying afresh in {:.1} s ({:.1} s of it backoff: the session ended before a READY {} times in a row)",
+            wait.as_secs_f64(),
+            backoff.as_secs_f64(),
+            repeats + 1
+        );
+        wait
     }
 
     /// In a set, lets the next shard make its first connection.
@@ -287,39 +394,85 @@ impl Driver {
         let Some(answer) = self.unless_shutdown(source()).await else {
             return false;
         };
+        self.apply_gateway_info(answer);
+        true
+    }
+
+    /// Waits `wait` while asking `GET /gateway/bot`, for the answer no
+    /// longer than [`GATEWAY_INFO_PATIENCE`] (or `wait`, if longer): a slow
+    /// or failing REST endpoint must not hold an identify that the gateway
+    /// is ready for (its bound, with retries, is tens of seconds). Without
+    /// an answer the identify goes ahead on what is known (the last
+    /// answer, the budget's own count). `None` if shut down meanwhile;
+    /// `Some(None)` without an answer (or a source to ask).
+    async fn wait_asking_gateway_info(
+        &self,
+        wait: Duration,
+    ) -> Option<Option<Result<GatewayInfo, String>>> {
+        let Some(source) = self.shard.config.gateway_info.clone() else {
+            return self.pause(wait).await.then_some(None);
+        };
+        let patience = wait.max(GATEWAY_INFO_PATIENCE);
+        let ask = future::or(async { Some(source().await) }, async {
+            Timer::after(patience).await;
+            None
+        });
+        let (_, answer) = self
+            .unless_shutdown(future::zip(Timer::after(wait), ask))
+            .await?;
+        if answer.is_none() {
+            log::warn!(
+                "GET /gateway/bot did not answer within {:.1} s; identifying on the identify budget as last known",
+                patience.as_secs_f64()
+            );
+        }
+        Some(answer)
+    }
+
+    /// Takes in an answer of `GET /gateway/bot`.
+    fn apply_gateway_info(&mut self, answer: Result<GatewayInfo, String>) {
         match answer {
             Ok(info) => {
                 if self.shard.config.gateway_url.is_none() {
                     self.base_url = Some(info.url);
                 }
-                if let Some(limit) = info.session_start_limit {
-                    self.shard
-                        .identify_queue
-                        .set_max_concurrency(limit.max_concurrency);
+                match info.session_start_limit.map(|limit| (limit, check_session_start_limit(&limit))) {
+                    Some((limit, Ok(()))) => {
+                        self.shard
+                            .identify_queue
+                            .set_max_concurrency(limit.max_concurrency);
+                        self.remote_limit = Some(limit);
+                    }
+                    // Nothing sized by it, nothing waited on it: the queue
+                    // keeps its buckets (one is always safe, only slower)
+                    // and the budget its own count.
+                    Some((_, Err(why))) => log::error!(
+                        "GET /gateway/bot: refusing its session_start_limit: {why}; identifying as if it had not answered"
+                    ),
+                    None => self.remote_limit = None,
                 }
-                self.remote_limit = info.session_start_limit;
             }
             Err(err) => log::warn!("cannot ask Discord for the gateway and identify budget: {err}"),
         }
-        true
     }
 
     /// Waits as the identify budget requires. False if shut down meanwhile.
     async fn identify_gate(&mut self) -> bool {
-        if !self.refresh_gateway_info().await {
-            return false;
-        }
         let plan = lock(&self.shard.budget).plan(unix_ms(), self.remote_limit);
         match plan.pressure {
             Pressure::Normal => {}
             Pressure::Low => log::warn!(
-                "identify budget low: {} fresh sessions left in Discord's 24 h window; waiting {} s before identifying (resume is free, identify is not)",
+                "identify budget low: {} fresh sessions left of {} in Discord's 24 h window{}; waiting {} s before identifying (resume is free, identify is not)",
                 plan.remaining,
+                plan.total,
+                budget_source(self.remote_limit.is_some()),
                 plan.wait.as_secs()
             ),
             Pressure::Critical => log::error!(
-                "identify budget nearly spent: {} left of 1000 per 24 h (Discord resets the token when it runs out); waiting {} s before identifying. Find out why the bot keeps losing its session.",
+                "identify budget nearly spent: {} left of {} per 24 h{} (Discord resets the token when it runs out); waiting {} s before identifying. Find out why the bot keeps losing its session.",
                 plan.remaining,
+                plan.total,
+                budget_source(self.remote_limit.is_some()),
                 plan.wait.as_secs()
             ),
         }
