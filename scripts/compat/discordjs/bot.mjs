@@ -150,6 +150,18 @@ async function main() {
     const members = await guild.members.fetch({ query: "s", limit: 10, time: 10_000 });
     log(`op 8 answered: ${members.size} member(s)`);
   });
+  await step(`${args.beats} heartbeats on the live connection`, async () => {
+    const deadline = Date.now() + STEP_MS;
+    for (;;) {
+      const stats = await control("/stats");
+      const live = stats.connections
+        .filter((c) => (c.identifies > 0 || c.resumes > 0) && c.ended === null)
+        .map((c) => c.heartbeats);
+      if (Math.max(0, ...live) >= Number(args.beats)) return;
+      if (Date.now() > deadline) throw new Error(`only ${Math.max(0, ...live)} heartbeats`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  });
   await bot.destroy();
 
   const sharded = client({ ids: [0, 1], count: 2 });

@@ -27,7 +27,7 @@ start_sim "$NAME"
 cp "$COMPAT_DIR/discordjs/bot.mjs" "$NODE_DIR/bot.mjs"
 status=0
 timeout 240 node "$NODE_DIR/bot.mjs" --api "$HTTP_BASE/api" --control "$CONTROL_URL" \
-    --token "$TOKEN" --result "$WORK/result.json" >"$WORK/bot.log" 2>&1 || status=$?
+    --token "$TOKEN" --result "$WORK/result.json" --beats "$BEATS" >"$WORK/bot.log" 2>&1 || status=$?
 if [[ $status -ne 0 ]]; then
     fail "$NAME $VERSION" "bot exited $status: $(grep -m1 '^.* FAIL ' "$WORK/bot.log" | cut -d' ' -f2- || echo 'see bot.log')"
 fi
