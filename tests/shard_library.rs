@@ -5,7 +5,7 @@
 mod support;
 
 use smolcord::protocol::CloseCode;
-use smolcord::shard::{Shard, ShardEvent};
+use smolcord::shard::{Shard, ShardError, ShardEvent};
 use std::time::Duration;
 use support::shard::*;
 use support::wait::*;
@@ -112,4 +112,28 @@ fn shutdown_closes_resumably_and_keeps_the_session() {
         .collect();
     assert_eq!(closes, vec![Some(4000)]);
     assert!(handle.status().resume_state().session.is_some());
+}
+
+#[test]
+fn a_config_discord_would_refuse_stops_before_connecting() {
+    let sim = sim(5_000);
+    let mut config = shard_config(&sim);
+    // Discord's Identify accepts a large_threshold of 50-250.
+    config.large_threshold = Some(10);
+    let (shard, handle) = Shard::new(config);
+    let error = smol::block_on(shard.run()).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ShardError::InvalidConfig {
+                field: "large_threshold",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("50-250"), "{error}");
+    // The consumer hears it too, and the gateway never saw a connection.
+    assert_eq!(smol::block_on(handle.next_event()).unwrap_err(), error);
+    assert!(sim.stats().connections.is_empty());
 }

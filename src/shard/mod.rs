@@ -205,6 +205,44 @@ pub fn max_message_bytes_for(intents: Intents) -> usize {
 }
 
 impl ShardConfig {
+    /// Checks what Discord would refuse, or what cannot work, before any
+    /// connection: [`Shard::run`] stops with the error at once. The
+    /// checks follow Discord's Identify structure
+    /// (<https://discord.com/developers/docs/events/gateway-events#identify-identify-structure>).
+    pub fn validate(&self) -> Result<(), ShardError> {
+        let invalid = |field, why: String| Err(ShardError::InvalidConfig { field, why });
+        if let Some(threshold) = self.large_threshold {
+            if !(50..=250).contains(&threshold) {
+                return invalid(
+                    "large_threshold",
+                    format!("is {threshold}; Discord accepts 50-250"),
+                );
+            }
+        }
+        let [id, count] = self.shard;
+        if count == 0 || id >= count {
+            return invalid(
+                "shard",
+                format!("is [{id}, {count}]; the id must be below a count of at least 1"),
+            );
+        }
+        if let Some(url) = &self.gateway_url {
+            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                return invalid("gateway_url", "must start with ws:// or wss://".to_owned());
+            }
+        }
+        for (field, value) in [
+            ("connect_timeout", self.connect_timeout),
+            ("hello_timeout", self.hello_timeout),
+            ("send_timeout", self.send_timeout),
+        ] {
+            if value.is_zero() {
+                return invalid(field, "is zero: nothing could finish".to_owned());
+            }
+        }
+        Ok(())
+    }
+
     /// Defaults for one shard with `intents`.
     pub fn new(token: Token, intents: Intents) -> ShardConfig {
         ShardConfig {
@@ -297,6 +335,14 @@ pub enum ShardError {
     },
     /// The shard was shut down (or its driver dropped).
     Stopped,
+    /// A [`ShardConfig`] field Discord would refuse (or that cannot work),
+    /// found before connecting.
+    InvalidConfig {
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A command could not be encoded (too large, or a reserved raw opcode).
     Command(CommandError),
 }
@@ -321,6 +367,9 @@ impl fmt::Display for ShardError {
                 write!(f, "gateway closed the connection: {message}")
             }
             ShardError::Stopped => f.write_str("the shard has stopped"),
+            ShardError::InvalidConfig { field, why } => {
+                write!(f, "invalid shard configuration: `{field}` {why}")
+            }
             ShardError::Command(detail) => write!(f, "cannot send gateway command: {detail}"),
         }
     }
@@ -594,6 +643,11 @@ impl Shard {
     /// Runs until shut down (`Ok`) or refused for good (`Err`, also sent to
     /// the handle as the last event).
     pub async fn run(self) -> Result<(), ShardError> {
+        if let Err(error) = self.config.validate() {
+            log::error!("shard {}: {error}", self.config.shard[0]);
+            self.events.push_notice(Err(error.clone()));
+            return Err(error);
+        }
         driver::Driver::new(self).run().await
     }
 }
