@@ -4,6 +4,7 @@
 //! work. Everything slow runs through [`offload`]; the heartbeat keeps an
 //! account of how punctual it was.
 #![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs)]
 
 pub mod app;

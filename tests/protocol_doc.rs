@@ -343,9 +343,9 @@ fn annotate(line: &str) -> &'static str {
     if has(" open ") {
         "[`transport`](../src/transport/mod.rs) `Connection::connect` opens the WebSocket, asking for API v10 and JSON ([`transport/url.rs`](../src/transport/url.rs)). A resume goes to the `resume_gateway_url` READY gave."
     } else if has(" <- op 10 Hello") {
-        "[`shard::driver`](../src/shard/driver.rs) (`drive`) reads the interval; [`heartbeat`](../src/heartbeat/mod.rs) schedules beat n at `hello + interval × jitter + n × interval`, so a late beat never delays the next."
+        "[`shard::driver`](../src/shard/driver/connection.rs) (`drive`) reads the interval; [`heartbeat`](../src/heartbeat/mod.rs) schedules beat n at `hello + interval × jitter + n × interval`, so a late beat never delays the next."
     } else if has(" -> op 2 Identify") {
-        "`converse` in [`shard::driver`](../src/shard/driver.rs) builds it ([`protocol::commands`](../src/protocol/commands.rs)) after [`shard::identify_budget`](../src/shard/identify_budget.rs) allows one (1000 a day). The token is redacted by [`wire`](../src/wire.rs)."
+        "`converse` in [`shard::driver`](../src/shard/driver/connection.rs) builds it ([`protocol::commands`](../src/protocol/commands.rs)) after [`shard::identify_budget`](../src/shard/identify_budget.rs) allows one (1000 a day). The token is redacted by [`wire`](../src/wire.rs)."
     } else if has(" -> op 6 Resume") {
         "`converse` resumes the session saved in [`shard::session`](../src/shard/session.rs) from the last sequence number delivered; token and session id redacted."
     } else if has(" <- op 0 READY") {
@@ -355,7 +355,7 @@ fn annotate(line: &str) -> &'static str {
     } else if has(" -> op 3 PresenceUpdate") {
         "`set_online`: online at once after READY or RESUMED; every command goes through the 120-per-60 s limiter ([`shard::ratelimit`](../src/shard/ratelimit.rs))."
     } else if has(" -> op 1 Heartbeat") {
-        "`beat` in [`shard::driver`](../src/shard/driver.rs) at the deadline; how late it went out is recorded in [`heartbeat::account`](../src/heartbeat/account.rs) (`smolcord status` draws it)."
+        "`beat` in [`shard::driver`](../src/shard/driver/connection.rs) at the deadline; how late it went out is recorded in [`heartbeat::account`](../src/heartbeat/account.rs) (`smolcord status` draws it)."
     } else if has(" <- op 11 HeartbeatAck") {
         "`on_message`: the round trip goes into the account; `smolcord status` draws it as the round-trip chart."
     } else if has(" <- op 7 Reconnect") {
