@@ -234,14 +234,18 @@ logs_say() { "$engine" logs "$1" 2>&1 | grep -q "$2"; }
 exited() { [[ $("$engine" inspect --format '{{.State.Running}}' "$1") == false ]]; }
 logs_say_or_exited() { logs_say "$1" "$2" || exited "$1"; }
 
+# healthy NAME: the image's health check passes now (its output, for a
+# FAIL line, in $work/health.out).
 healthy() {
     case $engine in
-        podman) podman healthcheck run "$1" >/dev/null 2>&1 ;;
+        podman) podman healthcheck run "$1" >"$work/health.out" 2>&1 ;;
         # Docker has no "run the check now": run the HEALTHCHECK's command.
-        *) docker exec "$1" /smolcord status >/dev/null 2>&1 ;;
+        *) docker exec "$1" /smolcord status >"$work/health.out" 2>&1 ;;
     esac
 }
-unhealthy() { ! healthy "$1"; }
+# unhealthy NAME: the check ran and said unhealthy (not: there is no check).
+unhealthy() { ! healthy "$1" && ! grep -qi 'no defined healthcheck\|not found\|no such' "$work/health.out"; }
+health_said() { tr '\n' ' ' <"$work/health.out" | cut -c1-160; }
 
 container_pid() { "$engine" inspect --format '{{.State.Pid}}' "$1"; }
 
@@ -299,21 +303,26 @@ checks() {
         fail uid "runs as uid ${uid:-?}"
     fi
 
+    local was_healthy=0
     if wait_for 15 healthy "$first"; then
+        was_healthy=1
         pass healthy "the HEALTHCHECK (\`smolcord status\`) exits 0"
     else
-        fail healthy "\`smolcord status\` did not pass within 15 s"
+        fail healthy "not within 15 s: $(health_said)"
     fi
 
     kill -STOP "$sim_pid"
     t0=$(now_ms)
-    if wait_for 30 unhealthy "$first"; then
+    if ((!was_healthy)); then
+        fail unhealthy "not checked: never healthy"
+    elif wait_for 30 unhealthy "$first"; then
         pass unhealthy "$(($(now_ms) - t0)) ms after the gateway stopped (2 intervals: $((2 * HEARTBEAT_MS)) ms)"
     else
         fail unhealthy "still healthy 30 s after the gateway stopped"
     fi
     kill -CONT "$sim_pid"
-    wait_for 30 healthy "$first" || fail healthy "not healthy again within 30 s of the gateway's return"
+    ((!was_healthy)) || wait_for 30 healthy "$first" \
+        || fail healthy "not healthy again within 30 s of the gateway's return: $(health_said)"
 
     t0=$(now_ms)
     "$engine" stop -t 10 "$first" >/dev/null 2>>"$work/engine.err"
