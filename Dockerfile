@@ -2,20 +2,25 @@
 # smolcord in a FROM-scratch image: one static (musl) binary, nothing else.
 #
 #   docker build -t smolcord .
+#   podman build --format docker -t smolcord .   # podman's default OCI format drops HEALTHCHECK
 #   docker run -d --name smolcord -e DISCORD_TOKEN -v smolcord-state:/state smolcord
 #   docker inspect --format '{{.State.Health.Status}}' smolcord
 #
 # The builder is Alpine, whose Rust host target is already *-linux-musl and
 # links statically, so the same file builds natively for any platform the
 # rust image has (e.g. `docker buildx build --platform linux/arm64 .`).
-# Minimal build (no simulator, no zlib): --build-arg CARGO_FLAGS=--no-default-features
+# The image is the deployment build: the bridge with zlib-stream, without
+# the simulator and the demo (cargo feature `sim`), which a bot never runs.
+# Everything: --build-arg CARGO_FLAGS=; smallest: CARGO_FLAGS=--no-default-features.
+# scripts/image-check.sh builds the final stage below around a host-built
+# binary (same CARGO_FLAGS) and checks it in podman or Docker.
 
 FROM rust:1.95-alpine AS build
 # musl-dev: crt files and headers for linking and for ring's C code.
 RUN apk add --no-cache musl-dev
 WORKDIR /src
 COPY . .
-ARG CARGO_FLAGS=
+ARG CARGO_FLAGS="--no-default-features --features zlib"
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked $CARGO_FLAGS \

@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! cargo build --release --bin smolcord --example soak
-//! target/release/examples/soak [FAULTS]      # default 40; the README's: 1000
+//! target/release/examples/soak [FAULTS]      # default 40; docs/performance.md's: 1000
 //! ```
 //!
 //! `SMOLCORD_BIN` names the binary (default: `smolcord` beside the

@@ -46,6 +46,7 @@
 //! | [`recorder`] | the bounded failure journal |
 //! | [`chart`] | terminal bar charts for `status` and the demo |
 #![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs)]
 
 // The gateway library.

@@ -185,7 +185,7 @@ fn a_thousand_results_at_once_are_all_delivered_with_a_bounded_thread_count() {
 }
 
 #[test]
-#[ignore = "about 200 s: a figure for the README, not a CI test"]
+#[ignore = "about 200 s: a figure for the docs, not a CI test"]
 fn ten_thousand_results_at_discords_limits() {
     let figures = flood(10_000, RestRateLimit::DISCORD, Duration::from_secs(600));
     report(10_000, &figures);

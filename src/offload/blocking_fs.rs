@@ -43,16 +43,21 @@ pub(crate) fn backup_path(path: &Path) -> PathBuf {
 
 /// Writes `bytes` to `path` so that a crash leaves the old or the new
 /// content, never a mix: temp file in the same directory (0600, O_EXCL),
-/// fsync it, rename over `path`, fsync the directory.
+/// fsync it, rename over `path`, fsync the directory. Run as root in a
+/// directory someone else owns, the file gets the directory's owner (see
+/// [`owned_like_dir`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let Some(file_name) = path.file_name() else {
         return Err(Error::InvalidPath { path: path.into() });
     };
     let dir = parent_dir(path);
     let (tmp, mut file) = create_temp(dir, &file_name.to_string_lossy())?;
-    let written = file
-        .write_all(bytes)
-        .map_err(|e| Error::io("write temp file", &tmp, e))
+    let written = owned_like_dir(&file, dir)
+        .map_err(|e| Error::io("give the directory's owner the temp file", &tmp, e))
+        .and_then(|()| {
+            file.write_all(bytes)
+                .map_err(|e| Error::io("write temp file", &tmp, e))
+        })
         .and_then(|()| {
             file.sync_all()
                 .map_err(|e| Error::io("fsync temp file", &tmp, e))
@@ -67,6 +72,28 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         return Err(e);
     }
     fsync_dir(dir)
+}
+
+/// Gives a file root just created in `dir` the owner of `dir`, when that
+/// is not root: `smolcord pair` run with sudo beside a bridge that runs as
+/// another user (systemd's DynamicUser, the image's 65534) must not leave
+/// it an `access.json` it cannot read (0600 root). Anyone else's files are
+/// theirs already.
+fn owned_like_dir(file: &File, dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        return Ok(());
+    }
+    let owner = fs::metadata(dir)?;
+    if owner.uid() == 0 {
+        return Ok(());
+    }
+    rustix::fs::fchown(
+        file,
+        Some(rustix::fs::Uid::from_raw(owner.uid())),
+        Some(rustix::fs::Gid::from_raw(owner.gid())),
+    )?;
+    Ok(())
 }
 
 /// Creates a fresh temp file next to the target. O_EXCL guarantees we never
@@ -308,6 +335,36 @@ pub(crate) fn append_line_synced(path: &Path, mut line: Vec<u8>) -> Result<(), E
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_writing_in_someone_elses_directory_leaves_the_file_theirs() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: needs root (chown)");
+            return;
+        }
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let owned = dir.path().join("state");
+        fs::create_dir(&owned).unwrap();
+        std::os::unix::fs::chown(&owned, Some(65534), Some(65534)).unwrap();
+        let file = owned.join("access.json");
+        write_atomic(&file, b"{}").unwrap();
+        write_atomic(&backup_path(&file), b"{}").unwrap();
+        for path in [file.clone(), backup_path(&file)] {
+            let meta = fs::metadata(&path).unwrap();
+            assert_eq!(
+                (meta.uid(), meta.gid()),
+                (65534, 65534),
+                "{}",
+                path.display()
+            );
+            assert_eq!(meta.mode() & 0o777, FILE_MODE, "{}", path.display());
+        }
+        // Root's own directory: root's file, as before.
+        let mine = dir.path().join("mine.json");
+        write_atomic(&mine, b"{}").unwrap();
+        assert_eq!(fs::metadata(&mine).unwrap().uid(), 0);
+    }
 
     #[test]
     fn a_directory_is_paged_in_name_order_within_the_limit() {
