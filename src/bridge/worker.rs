@@ -307,7 +307,9 @@ async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
 /// sent is only logged.
 async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
     let plan = Plan::new(&record.content, record.note.as_deref());
-    let placeholder = record.placeholder.take();
+    // Kept in the record (saved between parts): a restart still knows the
+    // placeholder if the reply could not replace it.
+    let placeholder = record.placeholder.clone();
     let sent = delivery::send(
         ctx,
         record.channel_id,
