@@ -8,7 +8,7 @@ mod support;
 
 use smolcord::bridge::PLACEHOLDER;
 use smolcord::protocol::Snowflake;
-use smolcord::sim::{BotMessage, RestFault, RestFaultKind, UploadScope};
+use smolcord::sim::{BotMessage, RestFault, RestFaultKind, SimEvent, UploadScope};
 use std::time::Duration;
 use support::bridge::*;
 use support::wait::*;
@@ -148,4 +148,91 @@ fn a_placeholder_that_cannot_take_the_file_says_where_the_reply_is() {
         assert_eq!(rig.sim.messages_in(dm).len(), 2);
         bridge.stop().await;
     });
+}
+
+/// STRANGER writes `text`; waits until the bridge refused `want` messages.
+async fn knock(rig: &Rig, bridge: &Running, text: &str, want: u64) {
+    rig.sim.send_dm(STRANGER, "stranger", text);
+    let what = format!("the revoked user refused ({text:?})");
+    wait_until(&what, T, || {
+        (bridge.counters.snapshot().refused >= want).then_some(())
+    })
+    .await;
+}
+
+#[test]
+fn a_revoke_survives_a_tcp_cut_an_invalid_session_and_a_restart() {
+    let rig = Rig::new();
+    // STRANGER was paired: in access.json and in its backup.
+    let paired = format!(r#"{{"allowed_user_ids":["{STRANGER}"]}}"#);
+    std::fs::write(rig.path("access.json"), &paired).unwrap();
+    std::fs::write(rig.path("access.json.bak"), &paired).unwrap();
+    run(Duration::from_secs(90), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(echo_agent(&calls));
+        let bridge = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let (_, dm) = rig.sim.send_dm(STRANGER, "stranger", "before the revoke");
+        rig.message_containing(dm, "before the revoke", T).await;
+
+        // The operator revokes by hand (the owner comes from the config,
+        // so the file validly allows nobody) and sends SIGHUP.
+        rig.write_atomic("access.json", r#"{"allowed_user_ids":[]}"#);
+        bridge.reload.reload();
+        wait_until("the revoke applied", T, || {
+            support::logs::captured()
+                .iter()
+                .any(|l| l.contains("access state changed on disk"))
+                .then_some(())
+        })
+        .await;
+        let revoked = |rig: &Rig| {
+            let file = rig.json("access.json").expect("access.json");
+            assert_eq!(file["allowed_user_ids"], serde_json::json!([]), "{file}");
+        };
+        knock(&rig, &bridge, "after the revoke", 1).await;
+
+        // A TCP cut: resumed.
+        let events = rig.sim.subscribe();
+        rig.sim.fault(smolcord::sim::Fault::DropTcp);
+        next_matching_event(&events, |e| matches!(e, SimEvent::Resumed { .. })).await;
+        knock(&rig, &bridge, "after the resume", 2).await;
+        revoked(&rig);
+
+        // Op 9, not resumable: a fresh session and READY.
+        let events = rig.sim.subscribe();
+        rig.sim.fault(smolcord::sim::Fault::InvalidSession(false));
+        next_matching_event(&events, |e| matches!(e, SimEvent::Identified { .. })).await;
+        knock(&rig, &bridge, "after the fresh session", 3).await;
+        revoked(&rig);
+        bridge.stop().await;
+
+        // A restart.
+        let events = rig.sim.subscribe();
+        let bridge = rig.start(&ex, config, tunables()).await;
+        next_matching_event(&events, |e| {
+            matches!(e, SimEvent::Identified { .. } | SimEvent::Resumed { .. })
+        })
+        .await;
+        knock(&rig, &bridge, "after the restart", 1).await;
+        revoked(&rig);
+        bridge.stop().await;
+        assert_eq!(line_count(&calls), 1, "the revoked user reached the agent");
+        assert!(
+            !support::logs::captured()
+                .iter()
+                .any(|l| l.contains("restoring it from")),
+            "a valid access.json was taken for a damaged one"
+        );
+    });
+}
+
+async fn next_matching_event(
+    events: &async_channel::Receiver<SimEvent>,
+    pred: impl FnMut(&SimEvent) -> bool,
+) {
+    smolcord::sim::next_matching(events, T, pred)
+        .await
+        .expect("the event within the limit");
 }
