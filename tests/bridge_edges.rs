@@ -236,3 +236,39 @@ async fn next_matching_event(
         .await
         .expect("the event within the limit");
 }
+
+#[test]
+fn an_agent_that_answers_closes_stdout_and_runs_on_is_still_heard() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_timeout_s = 1;
+        // Answers, closes its stdout, then keeps working past its timeout.
+        config.agent_cmd = Some(sh(
+            "cat >/dev/null; echo 'the whole answer'; exec >&-; sleep 30",
+        ));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "question");
+        let reply = rig.message_containing(dm, "the whole answer", T).await;
+        assert!(!reply.content.contains("may be cut"), "{}", reply.content);
+        assert!(!reply.content.contains("Sorry"), "{}", reply.content);
+        bridge.stop().await;
+    });
+}
+
+#[test]
+fn an_agent_stopped_at_its_timeout_delivers_what_it_printed_saying_it_may_be_cut() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_timeout_s = 1;
+        config.agent_cmd = Some(sh("cat >/dev/null; echo 'a first half'; sleep 30"));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "question");
+        let reply = rig.message_containing(dm, "a first half", T).await;
+        assert!(reply.content.contains("may be cut"), "{}", reply.content);
+        bridge.stop().await;
+    });
+}
