@@ -272,3 +272,149 @@ fn an_agent_stopped_at_its_timeout_delivers_what_it_printed_saying_it_may_be_cut
         bridge.stop().await;
     });
 }
+
+/// A `spool/tasks/` that cannot be written, and made writable again: a
+/// full 64 KiB tmpfs when running as root (mount needs it), else a
+/// read-only directory.
+struct BrokenSpool {
+    dir: std::path::PathBuf,
+    tmpfs: bool,
+}
+
+impl BrokenSpool {
+    /// `None` (with the reason printed) where neither works here.
+    fn new(dir: std::path::PathBuf) -> Option<BrokenSpool> {
+        std::fs::create_dir_all(&dir).unwrap();
+        if rustix::process::geteuid().is_root() {
+            let mounted = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+                .arg(&dir)
+                .status();
+            if !matches!(mounted, Ok(status) if status.success()) {
+                println!("skipped: running as root, but a tmpfs cannot be mounted here ({mounted:?}), and a read-only directory does not stop root");
+                return None;
+            }
+        }
+        let spool = BrokenSpool {
+            tmpfs: rustix::process::geteuid().is_root(),
+            dir,
+        };
+        spool.break_it();
+        Some(spool)
+    }
+
+    fn filler(&self) -> std::path::PathBuf {
+        self.dir.join("filler")
+    }
+
+    fn break_it(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        if self.tmpfs {
+            // Fills it to the last byte (the write stops at ENOSPC).
+            let _ = std::fs::write(self.filler(), vec![0u8; 128 * 1024]);
+            assert!(std::fs::write(self.dir.join("probe"), vec![0u8; 8192]).is_err());
+            let _ = std::fs::remove_file(self.dir.join("probe"));
+        } else {
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+    }
+
+    fn repair(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        if self.tmpfs {
+            std::fs::remove_file(self.filler()).unwrap();
+        } else {
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+
+    /// The task files in it.
+    fn tasks(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for BrokenSpool {
+    fn drop(&mut self) {
+        if self.tmpfs {
+            let _ = std::process::Command::new("umount").arg(&self.dir).status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+#[test]
+fn spool_mode_on_a_full_disk_loses_nothing_across_a_recovery_and_a_restart() {
+    let rig = Rig::new();
+    let Some(spool) = BrokenSpool::new(rig.path("spool/tasks")) else {
+        return;
+    };
+    run(Duration::from_secs(90), |ex| async move {
+        // No agent_cmd: tasks go to the spool.
+        let mut tunables = tunables();
+        tunables.spool_retry = smolcord::bridge::SpoolRetry {
+            first: Duration::from_millis(100),
+            max_delay: Duration::from_millis(300),
+        };
+        let bridge = rig.start(&ex, rig.config(), tunables).await;
+        rig.session_ready(T).await;
+        let sent: Vec<Snowflake> = (0..5)
+            .map(|n| rig.sim.send_dm(ALICE, "alice", &format!("task {n}")).0)
+            .collect();
+        let dm = rig.sim.dm_channel_of(ALICE);
+        rig.message_containing(dm, "cannot write its spool", T)
+            .await;
+        assert!(spool.tasks().is_empty(), "{:?}", spool.tasks());
+
+        // Stopped while the disk is full, started again once it is not:
+        // the messages were never processed, the resume brings them back.
+        bridge.stop().await;
+        spool.repair();
+        let events = rig.sim.subscribe();
+        let bridge = rig.start(&ex, rig.config(), tunables).await;
+        next_matching_event(&events, |e| matches!(e, SimEvent::Resumed { .. })).await;
+        let want: Vec<String> = sent.iter().map(|id| format!("{id}.json")).collect();
+        wait_until("all five tasks spooled", T, || {
+            (spool.tasks() == want).then_some(())
+        })
+        .await;
+
+        // Full again, and freed while the bridge runs: the write is
+        // retried, no restart needed.
+        spool.break_it();
+        let (late, _) = rig.sim.send_dm(ALICE, "alice", "task while full");
+        wait_until("the write failing", T, || {
+            support::logs::captured()
+                .iter()
+                .any(|l| l.contains(&format!("spooling task {late}")))
+                .then_some(())
+        })
+        .await;
+        spool.repair();
+        wait_until("the late task spooled", T, || {
+            spool
+                .tasks()
+                .contains(&format!("{late}.json"))
+                .then_some(())
+        })
+        .await;
+        wait_until("the processed mark", T, || {
+            rig.read("runtime.json")
+                .filter(|r| r.contains(&late.to_string()))
+        })
+        .await;
+        let counters = bridge.counters.snapshot();
+        // Counted across the restart: each of the six spooled once.
+        assert_eq!(counters.tasks_spooled, 6, "{counters:?}");
+        bridge.stop().await;
+    });
+}
