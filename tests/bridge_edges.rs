@@ -418,3 +418,40 @@ fn spool_mode_on_a_full_disk_loses_nothing_across_a_recovery_and_a_restart() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn after_a_restart_a_reply_that_fell_back_to_text_goes_on_as_text() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let dm = rig.sim.dm_channel_of(ALICE);
+        let message = 1_300_000_000_000_000_001u64;
+        let content: String = (0..600).map(|_| format!("{}\n", "y".repeat(49))).collect();
+        // What a run that died after the first text part left on record.
+        std::fs::create_dir_all(rig.path("outbox")).unwrap();
+        let record = serde_json::json!({
+            "channel_id": dm.to_string(),
+            "message_id": message.to_string(),
+            "content": content,
+            "sent": {"message_ids": ["1"], "as_text": true},
+        });
+        std::fs::write(
+            rig.path(&format!("outbox/reply-{dm}-{message}.json")),
+            record.to_string(),
+        )
+        .unwrap();
+        let bridge = rig.start(&ex, rig.config(), tunables()).await;
+        rig.session_ready(T).await;
+        let last = rig.message_containing(dm, "the rest was cut", T).await;
+        assert!(last.content.contains("could not be sent as a file"));
+        wait_until("the record removed", T, || {
+            rig.files("outbox").is_empty().then_some(())
+        })
+        .await;
+        let messages = rig.sim.messages_in(dm);
+        // Parts 2 to 5; no file tried again.
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert!(messages.iter().all(|m| file_names(m).is_empty()));
+        assert!(rig.sim.rest_requests().iter().all(|r| r.files.is_empty()));
+        bridge.stop().await;
+    });
+}

@@ -422,6 +422,21 @@ mod tests {
     }
 
     #[test]
+    fn the_switch_to_text_is_on_record_and_absent_from_older_records() {
+        let mut record = reply(7, 100);
+        assert!(!serde_json::to_string(&record).unwrap().contains("as_text"));
+        record.sent.as_text = true;
+        let text = serde_json::to_string(&record).unwrap();
+        let back: ReplyRecord = serde_json::from_str(&text).unwrap();
+        assert!(back.sent.as_text);
+        // A record written before the field existed reads as "not switched".
+        let old =
+            r#"{"channel_id":"7","message_id":"100","content":"x","sent":{"message_ids":["1"]}}"#;
+        let old: ReplyRecord = serde_json::from_str(old).unwrap();
+        assert!(!old.sent.as_text);
+    }
+
+    #[test]
     fn a_bad_record_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let outbox = Outbox::new(dir.path());

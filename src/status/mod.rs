@@ -3,9 +3,11 @@
 //! A running bridge answers on [`socket`] (`status.sock` in the state dir)
 //! with its live snapshot; `status.json` holds the last one written — when
 //! the session starts, when the connection drops, at shutdown, and every
-//! heartbeat only where the socket could not be bound — and is what
-//! `smolcord status` reads when nothing answers. Healthy means the last
-//! heartbeat ACK is younger than two intervals (a container health check).
+//! heartbeat only where the socket could not be bound; last of all, once
+//! the gateway closed, one marked [`Stopped`] — and is what `smolcord
+//! status` reads when nothing answers. Healthy means the process did not
+//! stop and the last heartbeat ACK is younger than two intervals (a
+//! container health check).
 //!
 //! [`StatusSnapshot::render`] draws it for a person ([`render`]);
 //! [`StatusSnapshot::report_json`] is `smolcord status --json`, whose shape
