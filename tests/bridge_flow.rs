@@ -233,7 +233,16 @@ fn failed_delivery_runs_the_dm_fallback_and_archives_the_outcome() {
             rig.files("spool/results").is_empty().then_some(())
         })
         .await;
-        assert!(rig.sim.messages_in(dm).is_empty());
+        // The 403 refuses the channel outright; after the 503s the user is
+        // told what failed.
+        let notices = rig.sim.messages_in(dm);
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(
+            notices[0].content.contains("could not be delivered")
+                && notices[0].content.contains("503"),
+            "{}",
+            notices[0].content
+        );
         let counters = bridge.counters.clone();
         // Stopping drains: the counters are final.
         let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;

@@ -376,3 +376,24 @@ fn debug_output_of_a_spec_shows_no_arguments_or_env_values() {
     );
     assert!(!shown.contains("s3cret"), "{shown}");
 }
+
+#[test]
+fn a_command_that_closes_stdout_before_its_timeout_says_so() {
+    let closed = run(spec(
+        &["sh", "-c", "echo done; exec >&-; sleep 30"],
+        Duration::from_millis(500),
+    ))
+    .expect("run");
+    assert!(closed.timed_out, "{closed:?}");
+    assert!(closed.stdout_closed_in_time, "{closed:?}");
+    assert_eq!(closed.stdout_text(), "done");
+    let open = run(spec(
+        &["sh", "-c", "echo half; sleep 30"],
+        Duration::from_millis(500),
+    ))
+    .expect("run");
+    assert!(open.timed_out && !open.stdout_closed_in_time, "{open:?}");
+    assert_eq!(open.stdout_text(), "half");
+    let quick = run(spec(&["echo", "hi"], SHORT)).expect("run");
+    assert!(quick.stdout_closed_in_time && !quick.timed_out, "{quick:?}");
+}

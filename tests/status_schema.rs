@@ -261,6 +261,27 @@ fn the_json_of_a_running_bridge_matches_the_documented_schema() {
     assert_eq!(sessions.len(), 1, "{saved:#}");
     assert_eq!(sessions[0]["start"], "identify");
     assert_eq!(sessions[0]["end"]["cause"], "shutdown", "{saved:#}");
+
+    // Right after the stop, `status` says so: not running, exit 3, the
+    // session ended by the shutdown.
+    let output = status(&["status", "--json"], &sim, state.path());
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let json: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let errors = validate(&schema(), &json);
+    assert!(errors.is_empty(), "{errors:#?}\nin {json:#}");
+    assert_eq!(json["connected"], false, "{json:#}");
+    assert_eq!(json["healthy"], false, "{json:#}");
+    assert_eq!(json["stopped"]["why"], "shutdown", "{json:#}");
+    let last = json["sessions"].as_array().and_then(|s| s.last()).cloned();
+    assert_eq!(
+        last.unwrap_or_default()["end"]["cause"],
+        "shutdown",
+        "{json:#}"
+    );
+    let text = status(&["status"], &sim, state.path());
+    assert_eq!(text.status.code(), Some(3));
+    let text = String::from_utf8(text.stdout).expect("UTF-8");
+    assert!(text.contains("stopped cleanly"), "{text}");
 }
 
 #[test]
@@ -326,6 +347,10 @@ fn a_snapshot_with_every_section_filled_matches_the_schema() {
                 last_ack_unix_ms: Some(now - 10),
             })
             .collect(),
+        stopped: Some(smolcord::status::Stopped {
+            at_unix_ms: now,
+            why: smolcord::status::StopCause::Shutdown,
+        }),
     };
     let json = snapshot.report_json(now);
     let errors = validate(&schema(), &json);

@@ -15,6 +15,7 @@ use crate::rt::Timer;
 use crate::shard::{
     RemoteIdentifyQueue, ShardConfig, ShardError, ShardRange, ShardSet, ShardSetHandle,
 };
+use crate::status::{self, StatusSnapshot, StopCause};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
@@ -177,6 +178,7 @@ where
         .await
         .map_err(|e| e.to_string())?;
     let signals = watch_signals(bridge.reload_handle());
+    let counters = bridge.counters();
 
     let ex = LocalExecutor::new();
     ex.run(async {
@@ -196,6 +198,9 @@ where
             log::warn!("the gateway did not close within {SHARD_STOP_BOUND:?}; leaving anyway");
         }
         save_final_histories(&state_dir, &handle).await;
+        if let Ok(outcome) = &outcome {
+            save_stopped_status(&state_dir, &handle, &counters, outcome).await;
+        }
         let unfinished = recorder
             .shutdown(RecorderConfig::DEFAULT_SHUTDOWN_BOUND)
             .await;
@@ -228,6 +233,28 @@ async fn shard_ids(
         ShardRange::Range { .. } => 0,
     };
     range.resolve(recommended)
+}
+
+/// The last `status.json`, written once the gateway closed (the bridge's
+/// own last one went out before): not connected, the sessions ended, and
+/// why the process stopped, so `smolcord status` does not take a stopped
+/// bridge for a healthy one until its last ACK ages.
+async fn save_stopped_status(
+    state_dir: &Path,
+    handle: &ShardSetHandle,
+    counters: &bridge::BridgeCounters,
+    outcome: &BridgeOutcome,
+) {
+    let why = match outcome {
+        BridgeOutcome::Stopped => StopCause::Shutdown,
+        BridgeOutcome::RestartRequested => StopCause::Restart,
+        BridgeOutcome::ShardFatal(_) => StopCause::Fatal,
+    };
+    let mut snapshot = StatusSnapshot::capture_set(&handle.statuses(), counters.to_json());
+    snapshot.mark_stopped(why, status::now_unix_ms());
+    if let Err(e) = status::write(state_dir, &snapshot).await {
+        log::warn!("saving the status at exit: {e}");
+    }
 }
 
 /// The bridge saved the sessions before the gateway closed, so each

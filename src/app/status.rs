@@ -1,13 +1,19 @@
 //! `smolcord status`: the running process's live status (asked over
 //! `status.sock`), else the last `status.json`; drawn as charts and a
 //! session timeline, or with `--json` in the documented machine-readable
-//! form. Exit 1 unless healthy.
+//! form. Exit 0 when healthy, [`STOPPED_EXIT_CODE`] when the bridge is
+//! not running because it stopped, 1 otherwise.
 
 use crate::chart::Charset;
 use crate::config::{Config, Env};
 use crate::status::{self, socket, StatusSnapshot};
 use std::path::Path;
 use std::process::ExitCode;
+
+/// Exit code of `smolcord status` for a bridge that is not running because
+/// it stopped (its last snapshot says so): not healthy, and not a failure
+/// to look into either.
+pub const STOPPED_EXIT_CODE: u8 = 3;
 
 /// Prints the status (readably, or as JSON with `json`); exit 0 when the
 /// last heartbeat ACK is younger than two intervals, 1 otherwise (a health
@@ -55,7 +61,9 @@ fn report(snapshot: &StatusSnapshot, json: bool, source: &str) -> ExitCode {
         say_raw!("{}", snapshot.render(now, Charset::for_stdout()));
         say!("  source             {source}");
     }
-    if snapshot.is_healthy(now) {
+    if snapshot.stopped.is_some() {
+        ExitCode::from(STOPPED_EXIT_CODE)
+    } else if snapshot.is_healthy(now) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

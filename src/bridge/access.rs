@@ -4,11 +4,14 @@
 //! Every write keeps a backup (`access.json.bak`, through
 //! [`offload::write_json_atomic_with_backup`]). Before any access decision
 //! after start-up or READY the file is read with the *restore rule*: if
-//! `access.json` is missing, empty, holds nobody, or is corrupt, but the
+//! `access.json` cannot be read or parsed (missing, empty, corrupt) but the
 //! backup holds somebody, the backup is written back and used. A wiped or
 //! half-restored state dir must never boot into pairing or TOFU with the
-//! owner de-authorised. A corrupt file with no usable backup keeps the
-//! config's users only and turns TOFU off until an operator fixes it.
+//! owner de-authorised. A file that parses is the operator's word, even
+//! when it allows nobody (a revoke, the owner coming from the config): the
+//! backup, one write older, may still hold the revoked user. A corrupt file
+//! with no usable backup keeps the config's users only and turns TOFU off
+//! until an operator fixes it.
 
 use crate::offload::{self, Fallback};
 use crate::protocol::Snowflake;
@@ -69,9 +72,8 @@ pub(crate) fn choose(primary: FileRead, backup: FileRead) -> Choice {
         _ => None,
     };
     match (primary, backup_people) {
-        (FileRead::Good(file), _) if !file.is_empty() => Choice::Primary(file),
+        (FileRead::Good(file), _) => Choice::Primary(file),
         (_, Some(backup)) => Choice::Restore(backup),
-        (FileRead::Good(file), None) => Choice::Primary(file),
         (FileRead::Missing | FileRead::Blank, None) => Choice::Fresh,
         (FileRead::Corrupt(why), None) => Choice::Unreadable(why),
     }
@@ -119,7 +121,7 @@ pub(crate) async fn load_with_restore(
         Choice::Fresh => Ok((Ok(AccessFile::default()), primary_bytes)),
         Choice::Restore(file) => {
             log::warn!(
-                "{} is missing, empty or unreadable but its backup names the owner/allowed users: restoring it from {}",
+                "{} is missing, empty or cannot be parsed but its backup names the owner/allowed users: restoring it from {}",
                 path.display(),
                 backup_of(&path).display()
             );
@@ -299,15 +301,20 @@ mod tests {
             choose(good.clone(), other.clone()),
             Choice::Primary(people(1))
         );
-        // Missing, blank, nobody or corrupt primary + a backup with people: restore.
+        // Missing, blank or corrupt primary + a backup with people: restore.
         for primary in [
             FileRead::Missing,
             FileRead::Blank,
-            nobody.clone(),
             FileRead::Corrupt("x".into()),
         ] {
             assert_eq!(choose(primary, other.clone()), Choice::Restore(people(2)));
         }
+        // A primary that validly allows nobody is the operator's choice
+        // (a revoke): the backup, one write older, is not brought back.
+        assert_eq!(
+            choose(nobody.clone(), other.clone()),
+            Choice::Primary(AccessFile::default())
+        );
         // No usable backup.
         assert_eq!(choose(FileRead::Missing, FileRead::Missing), Choice::Fresh);
         assert_eq!(choose(FileRead::Blank, FileRead::Blank), Choice::Fresh);

@@ -3,7 +3,10 @@
 //! (renewed every ~8 s; Discord shows one for about 10 s) and, if it takes
 //! long, a "working…" placeholder that the reply then replaces. Runs are
 //! capped at `agent_concurrency` at once. Output past the capture cap
-//! (1 MiB) is dropped, and the reply then says so in its last line.
+//! (1 MiB) is dropped, and the reply then says so in its last line. An
+//! agent that runs past `agent_timeout_s` is stopped, and what it printed
+//! is still its reply: whole if it had closed its stdout by then, else with
+//! a last line saying it may be cut.
 
 use super::counters::Counter;
 use super::ctx::Ctx;
@@ -92,13 +95,35 @@ fn judge(
         ctx.reporter.fail(FailureKind::Agent, program, status, why);
         Err(user)
     };
-    if out.timed_out {
-        let secs = timeout.as_secs();
+    let secs = timeout.as_secs();
+    if out.timed_out && out.stdout_text().trim().is_empty() {
         return fail(
             None,
             format!("timed out after {secs} s"),
             format!("Sorry, the agent did not answer within {secs} s."),
         );
+    }
+    if out.timed_out {
+        // What it printed is delivered: an agent that answers and then runs
+        // on (its own clean-up, a child holding on) has still answered.
+        ctx.counters.bump(Counter::AgentFailures);
+        let complete = out.stdout_closed_in_time && !out.stdout_truncated;
+        let why = if out.stdout_closed_in_time {
+            format!("closed its output but ran past the {secs} s timeout; it was stopped and its answer delivered")
+        } else {
+            format!("timed out after {secs} s; delivering what it printed, which may be cut")
+        };
+        log::warn!("agent_cmd {why}");
+        ctx.reporter.fail(FailureKind::Agent, program, None, why);
+        let cut_note = (!complete).then(|| {
+            format!(
+                "(The agent did not finish within {secs} s and was stopped: this answer may be cut.)"
+            )
+        });
+        return Ok(Reply {
+            text: out.stdout_text(),
+            cut_note,
+        });
     }
     if !out.success() {
         let why = match (out.exit_code, out.signal) {

@@ -9,7 +9,8 @@
 //! channel, 5xx or timeouts after retries, rate limited beyond the budget),
 //! the `dm_fallback_cmd` gets the result JSON on stdin (bounded by
 //! `dm_fallback_timeout_s`), and the result is archived with the outcome
-//! ([`settle`]): nothing is dropped silently.
+//! ([`settle`]): nothing is dropped silently. A file refused for good falls
+//! back to text, and a placeholder never stays "working…" ([`send`]).
 
 use super::counters::Counter;
 use super::ctx::Ctx;
@@ -79,6 +80,54 @@ impl Plan {
     }
 }
 
+/// A reply whose file upload was refused for good goes as at most this
+/// many text messages instead (10 000 characters), the last saying where
+/// it was cut: the start of the answer, readable in the chat, for 5
+/// requests against the channel's rate limit (about 5 per 5 s).
+pub(crate) const MAX_FALLBACK_MESSAGES: usize = 5;
+
+impl Plan {
+    /// The plan when the file cannot be uploaded: its text in at most
+    /// [`MAX_FALLBACK_MESSAGES`] messages, cut (and saying so) if longer.
+    /// A function of the text alone, like [`Plan::new`].
+    fn as_text(&self) -> Plan {
+        match self {
+            Plan::Messages(chunks) => Plan::Messages(chunks.clone()),
+            Plan::File { text, .. } => Plan::Messages(cut_to_messages(text, MAX_FALLBACK_MESSAGES)),
+        }
+    }
+}
+
+/// `text` in at most `cap` messages: whole if it fits, else its start and
+/// a last line saying how much of it this is. Shrinks the start by a
+/// quarter message a round (at most `4 × cap` rounds).
+fn cut_to_messages(text: &str, cap: usize) -> Vec<String> {
+    let whole = split_message(text, MESSAGE_LIMIT);
+    if whole.len() <= cap {
+        return whole;
+    }
+    drop(whole);
+    let total = text.chars().count();
+    let mut keep = cap * MESSAGE_LIMIT;
+    loop {
+        keep = keep.saturating_sub(MESSAGE_LIMIT / 4);
+        let head: String = text.chars().take(keep).collect();
+        let note = format!(
+            "(The reply has {total} characters and could not be sent as a file ({REPLY_FILE}); \
+             these are the first {}, the rest was cut.)",
+            head.chars().count()
+        );
+        let chunks = split_message(&format!("{head}\n\n{note}"), MESSAGE_LIMIT);
+        if chunks.len() <= cap || keep == 0 {
+            return chunks;
+        }
+    }
+}
+
+/// The placeholder's text once the reply went out as new messages below it
+/// (its edit into the reply failed).
+pub(crate) const PLACEHOLDER_DONE: &str = "(The reply is below.)";
+
 /// Sends the parts of `plan` that `record` does not list as sent, in order,
 /// each with its nonce from the record. After each part that has another
 /// after it, the record is saved (fsync'd) before that one goes out, so a
@@ -86,6 +135,14 @@ impl Plan {
 /// when the process died is sent again with the same nonce, which Discord
 /// does not post twice within its window. The first part replaces
 /// `placeholder` (a "working…" message) when there is one.
+///
+/// Nothing ends in silence: a file upload refused for good is tried once
+/// without its optional `attachments` metadata, then the text goes as
+/// messages ([`MAX_FALLBACK_MESSAGES`] at most, the switch recorded first);
+/// a placeholder that the reply could not replace is edited to say where
+/// the reply is, or what failed; a reply that failed otherwise gets a
+/// notice naming the failure (unless the channel refuses the bot outright:
+/// then the caller's DM fallback is the way left).
 pub(crate) async fn send<R: Record>(
     ctx: &Ctx,
     channel: Snowflake,
@@ -93,19 +150,86 @@ pub(crate) async fn send<R: Record>(
     record: &mut R,
     placeholder: Option<&str>,
 ) -> Result<(), RestError> {
-    let channel = channel.to_string();
-    let parts = plan.parts();
-    while record.sent().parts() < parts {
+    let channel_id = channel.to_string();
+    let mut text_plan = record.sent().as_text.then(|| plan.as_text());
+    let sent = loop {
+        let plan = text_plan.as_ref().unwrap_or(plan);
+        let parts = plan.parts();
         let part = record.sent().parts();
+        if part >= parts {
+            break Ok(());
+        }
         let nonce = record.nonce(part);
         let replaces = placeholder.filter(|_| part == 0);
-        let id = send_part(ctx, &channel, plan, part, &nonce, replaces).await?;
-        record.sent().message_ids.push(id);
-        if part + 1 < parts {
-            save(ctx, record).await;
+        match send_part(ctx, &channel_id, plan, part, &nonce, replaces).await {
+            Ok(id) => {
+                record.sent().message_ids.push(id);
+                if part + 1 < parts {
+                    save(ctx, record).await;
+                }
+            }
+            Err(e) if matches!(plan, Plan::File { .. }) && !channel_refuses(&e) => {
+                log::warn!("the reply could not be uploaded as a file ({e}); sending it as text");
+                ctx.reporter.rest_failure(FailureKind::Delivery, &e);
+                let fallback = plan.as_text();
+                record.sent().as_text = true;
+                // On record before the first text part goes out.
+                save(ctx, record).await;
+                text_plan = Some(fallback);
+            }
+            Err(e) => break Err(e),
         }
+    };
+    let delivered = record.sent().parts();
+    let first = record.sent().message_ids.first().map(String::as_str);
+    // A placeholder the first part did not become is still "working…".
+    let leftover = placeholder.filter(|&id| first != Some(id));
+    let outcome = match &sent {
+        Ok(()) => PLACEHOLDER_DONE.to_owned(),
+        Err(e) => undelivered_text(e, delivered),
+    };
+    match (&sent, leftover) {
+        (_, Some(id)) => {
+            // An edit is idempotent: a restart may repeat it.
+            if let Err(e) = ctx.rest.edit_message(&channel_id, id, &outcome).await {
+                log::warn!("editing the placeholder to the outcome failed: {e}");
+                ctx.reporter.rest_failure(FailureKind::Delivery, &e);
+            }
+        }
+        (Err(e), None) if !channel_refuses(e) => {
+            notify(ctx, channel, &outcome, &record.undelivered_nonce()).await;
+        }
+        _ => {}
     }
-    Ok(())
+    sent
+}
+
+/// An error that says the channel (or the token) refuses the bot, not this
+/// one request: no other form of the reply would get through either.
+fn channel_refuses(e: &RestError) -> bool {
+    matches!(
+        e,
+        RestError::Http {
+            status: 401 | 403 | 404,
+            ..
+        } | RestError::RateLimitedTooLong { .. }
+    )
+}
+
+/// The notice that a reply failed, naming the failure (at most 300
+/// characters of it).
+fn undelivered_text(e: &RestError, delivered: usize) -> String {
+    let mut why: String = e.to_string().chars().take(300).collect();
+    if why.chars().count() == 300 {
+        why.push('…');
+    }
+    match delivered {
+        0 => format!("Sorry, the reply could not be delivered ({why})."),
+        n => format!(
+            "Sorry, the rest of the reply could not be delivered after {n} message{} ({why}).",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// Saves a delivery record. A failed save is logged and journalled, and
@@ -128,33 +252,50 @@ async fn send_part(
     placeholder: Option<&str>,
 ) -> Result<String, RestError> {
     let rest = &ctx.rest;
-    if let Some(id) = placeholder {
-        // An edit is idempotent: repeating it after a restart is harmless.
-        let edited = match plan {
-            Plan::Messages(chunks) => rest.edit_message(channel, id, &chunks[part]).await,
-            Plan::File { message, text } => {
-                rest.edit_message_with_file(channel, id, message, upload(text))
-                    .await
+    let (message, text) = match plan {
+        Plan::Messages(chunks) => {
+            let chunk = &chunks[part];
+            if let Some(id) = placeholder {
+                // An edit is idempotent: repeating it after a restart is harmless.
+                match rest.edit_message(channel, id, chunk).await {
+                    Ok(message) => return Ok(message.id),
+                    Err(e) => log::warn!(
+                        "replacing the placeholder failed ({e}); sending the reply as a new message"
+                    ),
+                }
             }
-        };
-        match edited {
+            let created = rest.create_message_with_nonce(channel, chunk, nonce).await;
+            return created.map(|message| message.id);
+        }
+        Plan::File { message, text } => (message, text),
+    };
+    if let Some(id) = placeholder {
+        match rest
+            .edit_message_with_file(channel, id, message, upload(text))
+            .await
+        {
             Ok(message) => return Ok(message.id),
             Err(e) => log::warn!(
-                "replacing the placeholder failed ({e}); sending the reply as a new message"
+                "replacing the placeholder with {REPLY_FILE} failed ({e}); sending it as a new message"
             ),
         }
     }
-    let created = match plan {
-        Plan::Messages(chunks) => {
-            rest.create_message_with_nonce(channel, &chunks[part], nonce)
+    match rest
+        .create_message_with_file_and_nonce(channel, message, upload(text), nonce)
+        .await
+    {
+        Ok(message) => Ok(message.id),
+        Err(e) if channel_refuses(&e) => Err(e),
+        Err(e) => {
+            // The same nonce: if the refused form did post, this returns it.
+            log::warn!(
+                "uploading {REPLY_FILE} failed ({e}); trying once without the optional attachments metadata"
+            );
+            rest.create_message_with_bare_file_and_nonce(channel, message, upload(text), nonce)
                 .await
+                .map(|message| message.id)
         }
-        Plan::File { message, text } => {
-            rest.create_message_with_file_and_nonce(channel, message, upload(text), nonce)
-                .await
-        }
-    };
-    created.map(|message| message.id)
+    }
 }
 
 fn upload(text: &str) -> Upload<'_> {
@@ -322,5 +463,31 @@ async fn fallback(ctx: &Ctx, out: &Settle<'_>, error: &RestError) -> (Outcome, S
             );
             failed(format!("could not be run: {e}"))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_cannot_go_becomes_at_most_the_cap_of_messages_saying_where_it_was_cut() {
+        let line = "x".repeat(49);
+        let text: String = (0..600).map(|_| format!("{line}\n")).collect();
+        let plan = Plan::new(&text, None);
+        assert!(matches!(plan, Plan::File { .. }));
+        let Plan::Messages(chunks) = plan.as_text() else {
+            panic!("text")
+        };
+        assert_eq!(chunks.len(), MAX_FALLBACK_MESSAGES);
+        assert!(chunks.iter().all(|c| c.chars().count() <= MESSAGE_LIMIT));
+        let last = chunks.last().unwrap();
+        assert!(last.contains("could not be sent as a file"), "{last}");
+        assert!(last.contains("30000 characters"), "{last}");
+        // A text that fits the cap goes whole, without the note.
+        let short: String = (0..150).map(|_| format!("{line}\n")).collect();
+        let chunks = cut_to_messages(&short, MAX_FALLBACK_MESSAGES);
+        assert_eq!(chunks.len(), 4);
+        assert!(!chunks.concat().contains("cut"));
     }
 }

@@ -68,7 +68,7 @@ pub use persist::{
     load_session_state, load_session_states, session_path, SessionFile, SESSION_FILE,
 };
 pub use queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
-pub use tunables::{Tunables, DRAIN_BOUND};
+pub use tunables::{SpoolRetry, Tunables, DRAIN_BOUND};
 
 use crate::config::Config;
 use crate::offload;

@@ -29,6 +29,8 @@ pub(crate) enum Notice {
     SpoolFailed,
     /// The n-th voice note of the message could not be transcribed.
     Transcription(usize),
+    /// The reply could not be delivered (in full).
+    Undelivered,
 }
 
 /// Part `part` of the reply to `message`.
@@ -51,6 +53,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::BackOnline => format!("b{message}"),
         Notice::SpoolFailed => format!("f{message}"),
         Notice::Transcription(n) => format!("t{message}.{n}"),
+        Notice::Undelivered => format!("u{message}"),
     };
     derived(text)
 }
@@ -59,6 +62,12 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
 /// [`fingerprint`] `print`.
 pub(crate) fn result_part(print: u64, part: usize) -> Nonce {
     derived(format!("s{print:016x}.{part}"))
+}
+
+/// The notice that the spool result with [`fingerprint`] `print` could not
+/// be delivered (in full).
+pub(crate) fn result_undelivered(print: u64) -> Nonce {
+    derived(format!("n{print:016x}"))
 }
 
 /// A stable 64-bit fingerprint (FNV-1a) of `fields`, each ended by a zero
@@ -106,7 +115,9 @@ mod tests {
             notice(largest, Notice::BackOnline),
             notice(largest, Notice::SpoolFailed),
             notice(largest, Notice::Transcription(9)),
+            notice(largest, Notice::Undelivered),
             result_part(u64::MAX, 99),
+            result_undelivered(u64::MAX),
         ];
         for (i, a) in all.iter().enumerate() {
             assert!(a.as_str().len() <= crate::rest::NONCE_MAX_CHARS, "{a:?}");

@@ -46,6 +46,12 @@ const MAX_RECORD_BYTES: u64 = 8 << 20;
 pub(crate) struct Sent {
     /// The ids of the messages created (or edited), in part order.
     pub message_ids: Vec<String>,
+    /// The reply was to go as a file, the upload was refused for good, and
+    /// it goes as (at most [`super::delivery::MAX_FALLBACK_MESSAGES`]) text
+    /// messages instead: recorded before the first of them, so a restart
+    /// goes on with the text, not with the file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub as_text: bool,
 }
 
 impl Sent {
@@ -61,6 +67,8 @@ pub(crate) trait Record: Serialize {
     fn file_name(&self) -> String;
     /// The nonce of part `part`.
     fn nonce(&self, part: usize) -> Nonce;
+    /// The nonce of the notice that it could not be delivered.
+    fn undelivered_nonce(&self) -> Nonce;
     /// What went out so far.
     fn sent(&mut self) -> &mut Sent;
 }
@@ -95,6 +103,10 @@ impl Record for ReplyRecord {
 
     fn nonce(&self, part: usize) -> Nonce {
         nonce::reply_part(self.message_id, part)
+    }
+
+    fn undelivered_nonce(&self) -> Nonce {
+        nonce::notice(self.message_id, nonce::Notice::Undelivered)
     }
 
     fn sent(&mut self) -> &mut Sent {
@@ -138,6 +150,10 @@ impl Record for ResultRecord {
 
     fn nonce(&self, part: usize) -> Nonce {
         nonce::result_part(self.fingerprint, part)
+    }
+
+    fn undelivered_nonce(&self) -> Nonce {
+        nonce::result_undelivered(self.fingerprint)
     }
 
     fn sent(&mut self) -> &mut Sent {
@@ -403,6 +419,21 @@ mod tests {
                 0
             );
         });
+    }
+
+    #[test]
+    fn the_switch_to_text_is_on_record_and_absent_from_older_records() {
+        let mut record = reply(7, 100);
+        assert!(!serde_json::to_string(&record).unwrap().contains("as_text"));
+        record.sent.as_text = true;
+        let text = serde_json::to_string(&record).unwrap();
+        let back: ReplyRecord = serde_json::from_str(&text).unwrap();
+        assert!(back.sent.as_text);
+        // A record written before the field existed reads as "not switched".
+        let old =
+            r#"{"channel_id":"7","message_id":"100","content":"x","sent":{"message_ids":["1"]}}"#;
+        let old: ReplyRecord = serde_json::from_str(old).unwrap();
+        assert!(!old.sent.as_text);
     }
 
     #[test]

@@ -296,8 +296,9 @@ async fn deliver_parts(
         },
     )
     .await;
-    // Only a result of several parts ever has a record on disk.
-    if settled.is_ok() && plan.parts() > 1 {
+    // Only a result of several parts (or one that fell back from a file to
+    // text) ever has a record on disk.
+    if settled.is_ok() && (plan.parts() > 1 || record.sent.as_text) {
         if let Err(e) = ctx.outbox.remove(&record).await {
             log::warn!("removing a delivered result's record: {e}");
         }

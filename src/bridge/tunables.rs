@@ -32,6 +32,34 @@ pub struct Tunables {
     pub runtime_debounce: Duration,
     /// Transcriptions running at once.
     pub transcribe_concurrency: usize,
+    /// How a task that cannot be written to `spool/tasks/` is tried again.
+    pub spool_retry: SpoolRetry,
+}
+
+/// Retries of a task write that failed (a full or read-only disk): the
+/// message stays unprocessed meanwhile, its channel's later messages wait
+/// behind it in their bounded queue (processed marks are per channel, in
+/// order: none may pass it), and the saved gateway seq stays before it.
+/// Tries go on until the write succeeds or the bridge stops; a stop leaves
+/// the message unprocessed, for the next start's resume.
+#[derive(Clone, Copy, Debug)]
+pub struct SpoolRetry {
+    /// The first wait; it doubles after each failure.
+    pub first: Duration,
+    /// The longest wait between two tries.
+    pub max_delay: Duration,
+}
+
+impl Default for SpoolRetry {
+    /// 1 s doubling to 30 s: a disk freed (or remounted writable) is
+    /// noticed within 30 s, at one failed write per 30 s per waiting
+    /// channel meanwhile.
+    fn default() -> Self {
+        SpoolRetry {
+            first: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+        }
+    }
 }
 
 impl Default for Tunables {
@@ -47,6 +75,7 @@ impl Default for Tunables {
             directory_debounce: Duration::from_secs(2),
             runtime_debounce: Duration::from_millis(500),
             transcribe_concurrency: 2,
+            spool_retry: SpoolRetry::default(),
         }
     }
 }

@@ -29,21 +29,28 @@ use super::spool::Task;
 use super::transcribe::transcribe_message;
 use crate::protocol::{Message, Snowflake};
 use crate::recorder::FailureKind;
+use crate::rt::Timer;
 use crate::status::now_unix_ms;
 use std::rc::Rc;
+use std::time::Instant;
 
 /// Starts the worker of a channel that just got its first queued job.
 pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
     let worker_ctx = ctx.clone();
     ctx.spawn("bridge-channel", async move {
         while let Some(job) = worker_ctx.queues.next(channel) {
-            handle(&worker_ctx, job).await;
+            let go_on = handle(&worker_ctx, job).await;
             worker_ctx.queues.done();
+            if !go_on {
+                return;
+            }
         }
     });
 }
 
-async fn handle(ctx: &Rc<Ctx>, job: Job) {
+/// Handles one job; false if the channel's worker must take no more (the
+/// bridge is stopping with this message unfinished).
+async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
     let Job {
         channel,
         work,
@@ -64,8 +71,18 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) {
                     message.id
                 );
             } else {
-                let recorded = handle_message(ctx, &message, &guard, received_unix_ms).await;
-                finish(ctx, channel, message.id, recorded).await;
+                match handle_message(ctx, &message, &guard, received_unix_ms).await {
+                    Handled::Unfinished => {
+                        // Not processed, and its seq stays held: the saved
+                        // seq never moves past it, so the next start's
+                        // resume hands it to us again. The channel's later
+                        // messages are not taken either (a processed mark
+                        // covers every earlier message of its channel).
+                        drop(guard);
+                        return false;
+                    }
+                    handled => finish(ctx, channel, message.id, handled == Handled::Recorded).await,
+                }
             }
             ctx.floor.borrow_mut().end(ticket);
         }
@@ -77,6 +94,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) {
         }
     }
     drop(guard);
+    true
 }
 
 /// The end of a message: its processed mark on disk, then its reply record
@@ -90,28 +108,43 @@ async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: boo
     }
 }
 
-/// Handles one message; true if its reply went through the outbox.
+/// How handling a message ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handled {
+    /// Done; no reply record.
+    Done,
+    /// Done; its reply went through the outbox.
+    Recorded,
+    /// Not done (its task could not be spooled): it stays unprocessed.
+    Unfinished,
+}
+
+/// Handles one message.
 async fn handle_message(
     ctx: &Rc<Ctx>,
     message: &Message,
     guard: &JobGuard,
     received_unix_ms: u64,
-) -> bool {
+) -> Handled {
     let role = ctx.fresh_role(message.author.id).await;
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
         Verdict::Accept => accept(ctx, message, guard, received_unix_ms).await,
         Verdict::BecomeOwner => {
-            become_owner(ctx, message).await && accept(ctx, message, guard, received_unix_ms).await
+            if become_owner(ctx, message).await {
+                accept(ctx, message, guard, received_unix_ms).await
+            } else {
+                Handled::Done
+            }
         }
         Verdict::Pair => {
             pair(ctx, message).await;
-            false
+            Handled::Done
         }
         Verdict::Silent(why) => {
             log::debug!("message {} not answered: {why}", message.id);
             refused(ctx);
-            false
+            Handled::Done
         }
     }
 }
@@ -211,15 +244,20 @@ async fn pair(ctx: &Ctx, message: &Message) {
 }
 
 /// Hands an accepted message to the agent (or the spool) and delivers the
-/// reply; true if the reply went through the outbox.
-async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_unix_ms: u64) -> bool {
+/// reply.
+async fn accept(
+    ctx: &Rc<Ctx>,
+    message: &Message,
+    guard: &JobGuard,
+    received_unix_ms: u64,
+) -> Handled {
     ctx.counters.bump(Counter::MessagesHandled);
     let what = format!("message {} in channel {}", message.id, message.channel_id);
     if is_restart_command(&message.content) {
         let nonce = nonce::notice(message.id, Notice::RestartRefused);
         let text = "Only the owner can restart the bridge.";
         notify(ctx, message.channel_id, text, &nonce).await;
-        return false;
+        return Handled::Done;
     }
     let (transcripts, _failed) = if message.audio_attachments().next().is_some() {
         guard.stage(format!("{what}: transcribing"));
@@ -231,7 +269,7 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
         log::debug!("{what}: nothing to hand to the agent");
-        return false;
+        return Handled::Done;
     }
     match ctx.config.agent_cmd.clone() {
         Some(argv) => {
@@ -242,33 +280,72 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
             // On record before the first part goes out.
             delivery::save(ctx, &record).await;
             deliver_reply(ctx, record).await;
-            true
+            Handled::Recorded
         }
         None => {
             guard.stage(format!("{what}: spooling"));
-            // Same name on every try: a task spooled again after a crash
-            // replaces itself (unless the agent took it meanwhile).
-            match ctx.spool.write_task(&task).await {
-                Ok(path) => {
-                    ctx.counters.bump(Counter::TasksSpooled);
-                    ctx.turn_succeeded();
+            spool_task(ctx, message, &task).await
+        }
+    }
+}
+
+/// Writes the task to `spool/tasks/`. Same name on every try: a task
+/// spooled again after a crash replaces itself (unless the agent took it
+/// meanwhile). A write that fails (a full or read-only disk) is tried
+/// again as [`super::tunables::SpoolRetry`] says, the user told once that
+/// the message is kept, until it succeeds or the bridge stops (then the
+/// message is left unprocessed, for the next start's resume).
+async fn spool_task(ctx: &Ctx, message: &Message, task: &Task) -> Handled {
+    let retry = ctx.tunables.spool_retry;
+    let started = Instant::now();
+    let mut delay = retry.first;
+    let mut failures = 0u32;
+    loop {
+        let error = match ctx.spool.write_task(task).await {
+            Ok(path) => {
+                ctx.counters.bump(Counter::TasksSpooled);
+                ctx.turn_succeeded();
+                if failures > 0 {
+                    log::info!(
+                        "task {} spooled as {} after {failures} failed write(s)",
+                        task.id,
+                        path.display()
+                    );
+                } else {
                     log::info!("task {} spooled as {}", task.id, path.display());
                 }
-                Err(e) => {
-                    log::error!("spooling task {}: {e}", task.id);
-                    ctx.reporter
-                        .fail(FailureKind::State, "spool/tasks", None, "task write failed");
-                    notify(
-                        ctx,
-                        task.channel_id,
-                        "Sorry, your message could not be handed to the agent (the bridge cannot write its spool).",
-                        &nonce::notice(message.id, Notice::SpoolFailed),
-                    )
-                    .await;
-                }
+                return Handled::Done;
             }
-            false
+            Err(e) => e,
+        };
+        failures += 1;
+        if failures == 1 {
+            log::error!(
+                "spooling task {}: {error}; the message stays unprocessed and the write is tried again",
+                task.id
+            );
+            ctx.reporter
+                .fail(FailureKind::State, "spool/tasks", None, "task write failed");
+            notify(
+                ctx,
+                task.channel_id,
+                "Your message could not be handed to the agent yet (the bridge cannot write its spool). It is kept and handed on once the disk recovers.",
+                &nonce::notice(message.id, Notice::SpoolFailed),
+            )
+            .await;
+        } else {
+            log::debug!("spooling task {} (try {failures}): {error}", task.id);
         }
+        if ctx.stopping.get() {
+            log::error!(
+                "spooling task {} failed {failures} time(s) over {:.0} s ({error}); stopping: it stays unprocessed for the next start",
+                task.id,
+                started.elapsed().as_secs_f64()
+            );
+            return Handled::Unfinished;
+        }
+        Timer::after(delay).await;
+        delay = (delay * 2).min(retry.max_delay);
     }
 }
 
@@ -307,7 +384,9 @@ async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
 /// sent is only logged.
 async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
     let plan = Plan::new(&record.content, record.note.as_deref());
-    let placeholder = record.placeholder.take();
+    // Kept in the record (saved between parts): a restart still knows the
+    // placeholder if the reply could not replace it.
+    let placeholder = record.placeholder.clone();
     let sent = delivery::send(
         ctx,
         record.channel_id,

@@ -138,6 +138,10 @@ pub struct CommandOutput {
     pub duration: Duration,
     /// The timeout expired and the process group was terminated.
     pub timed_out: bool,
+    /// The command closed its stdout (the read reached its end) before the
+    /// timeout expired: what it printed is all it meant to print, even if
+    /// it then ran on and was killed.
+    pub stdout_closed_in_time: bool,
 }
 
 impl CommandOutput {
@@ -210,6 +214,7 @@ mod tests {
             stderr_truncated: false,
             duration: Duration::ZERO,
             timed_out: false,
+            stdout_closed_in_time: true,
         }
     }
 

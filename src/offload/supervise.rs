@@ -17,6 +17,7 @@
 //! pidfds (Linux < 5.3, some seccomp profiles) a `blocking` pool thread
 //! waits for the leader instead.
 
+use std::cell::Cell;
 use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -68,7 +69,15 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
 
     let mut out = Capture::new(spec.output_cap);
     let mut err = Capture::new(spec.output_cap);
-    let pipes = pump(stdin, spec.stdin, stdout, stderr, &mut out, &mut err);
+    let stdout_closed = Cell::new(false);
+    let pipes = pump(
+        stdin,
+        spec.stdin,
+        (stdout, &stdout_closed),
+        stderr,
+        &mut out,
+        &mut err,
+    );
     let mut watch = Watch {
         leader,
         pipes: Box::pin(pipes),
@@ -77,6 +86,8 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
     };
 
     let timed_out = !watch.until(spec.timeout, false).await;
+    // Read before the group is signalled: its death closes the pipe too.
+    let stdout_closed_in_time = stdout_closed.get();
     if timed_out {
         group.signal(Signal::TERM);
         if !watch.until(spec.kill_grace, false).await {
@@ -127,6 +138,7 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
         stderr_truncated: err.truncated,
         duration,
         timed_out,
+        stdout_closed_in_time: stdout_closed_in_time || (!timed_out && stdout_closed.get()),
     })
 }
 
@@ -356,7 +368,7 @@ impl Watch<'_> {
 async fn pump(
     stdin: Option<Async<ChildStdin>>,
     input: Option<Vec<u8>>,
-    stdout: Option<Async<ChildStdout>>,
+    (stdout, stdout_closed): (Option<Async<ChildStdout>>, &Cell<bool>),
     stderr: Option<Async<ChildStderr>>,
     out: &mut Capture,
     err: &mut Capture,
@@ -373,8 +385,13 @@ async fn pump(
         }
         // Dropping `pipe` closes it: the child sees EOF.
     };
+    let read_out = async {
+        let read = drain(stdout, out).await;
+        stdout_closed.set(read.is_ok());
+        read
+    };
     let (fed, (read_out, read_err)) =
-        future::zip(feed, future::zip(drain(stdout, out), drain(stderr, err))).await;
+        future::zip(feed, future::zip(read_out, drain(stderr, err))).await;
     fed?;
     read_out.map_err(|e| ("read stdout of", e))?;
     read_err.map_err(|e| ("read stderr of", e))

@@ -301,7 +301,25 @@ impl RestClient {
         nonce: &Nonce,
     ) -> Result<Message, RestError> {
         let route = Route::new_message(channel_id)?;
-        let body = upload_body(&route, message_body(content, Some(nonce)), file)?;
+        let body = upload_body(&route, message_body(content, Some(nonce)), file, true)?;
+        self.call_with(route, Some(body)).await
+    }
+
+    /// [`RestClient::create_message_with_file_and_nonce`] without the
+    /// `attachments` array in `payload_json`. Discord documents that array
+    /// as optional ("Uploading Files": each `files[n]` part names its file
+    /// in its `Content-Disposition`; `attachments` only adds metadata such
+    /// as a description), and a server that refuses a form with it may take
+    /// the form without it: the fallback for an upload refused for good.
+    pub async fn create_message_with_bare_file_and_nonce(
+        &self,
+        channel_id: &str,
+        content: &str,
+        file: Upload<'_>,
+        nonce: &Nonce,
+    ) -> Result<Message, RestError> {
+        let route = Route::new_message(channel_id)?;
+        let body = upload_body(&route, message_body(content, Some(nonce)), file, false)?;
         self.call_with(route, Some(body)).await
     }
 
@@ -316,7 +334,9 @@ impl RestClient {
         file: Upload<'_>,
     ) -> Result<Message, RestError> {
         let route = Route::edit_message(channel_id, message_id)?;
-        let body = upload_body(&route, message_body(content, None), file)?;
+        // On an edit the array is what attaches the file: Discord keeps
+        // only the files it lists.
+        let body = upload_body(&route, message_body(content, None), file, true)?;
         self.call_with(route, Some(body)).await
     }
 
@@ -554,11 +574,13 @@ fn snowflake(route: &Route, what: &str, id: &str) -> Result<(), RestError> {
 }
 
 /// The multipart body of a message (`payload`, which gets the file's
-/// `attachments` entry) with one file, within Discord's limits.
+/// `attachments` entry when `attachments_field`) with one file, within
+/// Discord's limits.
 fn upload_body(
     route: &Route,
     mut payload: serde_json::Value,
     file: Upload<'_>,
+    attachments_field: bool,
 ) -> Result<Body, RestError> {
     let invalid = |detail: String| RestError::InvalidInput {
         route: route.name(),
@@ -568,7 +590,9 @@ fn upload_body(
     if !content.is_empty() {
         check_content(route, content)?;
     }
-    payload["attachments"] = serde_json::json!([{ "id": 0, "filename": file.filename }]);
+    if attachments_field {
+        payload["attachments"] = serde_json::json!([{ "id": 0, "filename": file.filename }]);
+    }
     if !multipart::plain_filename(file.filename) {
         return Err(invalid(format!(
             "file name {:?} must be 1 to 100 ASCII letters, digits, '.', '_' or '-'",

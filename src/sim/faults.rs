@@ -86,6 +86,56 @@ pub enum RestFaultKind {
     /// hung endpoint; a client that gives up first never learns that its
     /// request took effect).
     Delay(Duration),
+    /// Refuse, with this status, the file uploads `scope` names; requests
+    /// without a file pass untouched (and do not use up the count), as a
+    /// server implementation that mishandles some multipart forms would.
+    RefuseUpload {
+        /// The status answered (400..=599).
+        status: u16,
+        /// Which uploads.
+        scope: UploadScope,
+    },
+}
+
+/// Which uploads a [`RestFaultKind::RefuseUpload`] refuses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UploadScope {
+    /// Those whose `payload_json` carries the `attachments` array (the
+    /// metadata Discord documents as optional).
+    AttachmentsField,
+    /// Edits (`PATCH`) that carry a file.
+    Edits,
+    /// Every request that carries a file.
+    Any,
+}
+
+/// What a request uploads: what [`RestFaultKind::RefuseUpload`] looks at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UploadShape {
+    /// It carries at least one file.
+    pub files: bool,
+    /// Its JSON has an `attachments` array.
+    pub attachments_field: bool,
+    /// It is a `PATCH`.
+    pub edit: bool,
+}
+
+impl RestFaultKind {
+    /// Whether this fault applies to a request of `shape` (only upload
+    /// refusals look at it).
+    pub(crate) fn applies_to(&self, shape: UploadShape) -> bool {
+        match self {
+            RestFaultKind::RefuseUpload { scope, .. } => {
+                shape.files
+                    && match scope {
+                        UploadScope::AttachmentsField => shape.attachments_field,
+                        UploadScope::Edits => shape.edit,
+                        UploadScope::Any => true,
+                    }
+            }
+            _ => true,
+        }
+    }
 }
 
 /// A REST fault for the next `count` requests whose path starts with
@@ -222,9 +272,29 @@ impl RestFault {
                     .filter(|s| (500..600).contains(s))
                     .ok_or("field `status` must be a 5xx status")?,
             }),
+            "refuse_upload" => RestFaultKind::RefuseUpload {
+                status: match body.get("status") {
+                    None => 500,
+                    Some(_) => u16::try_from(uint(body, "status")?)
+                        .ok()
+                        .filter(|s| (400..600).contains(s))
+                        .ok_or("field `status` must be a 4xx or 5xx status")?,
+                },
+                scope: match body.get("scope").map(Value::as_str) {
+                    None | Some(Some("attachments_field")) => UploadScope::AttachmentsField,
+                    Some(Some("edits")) => UploadScope::Edits,
+                    Some(Some("any")) => UploadScope::Any,
+                    Some(_) => {
+                        return Err(
+                            "field `scope` must be \"attachments_field\", \"edits\" or \"any\""
+                                .to_owned(),
+                        )
+                    }
+                },
+            },
             other => {
                 return Err(format!(
-                    "unknown REST fault kind `{other}` (expected rate_limited, forbidden, server_error, unauthorized or delay)"
+                    "unknown REST fault kind `{other}` (expected rate_limited, forbidden, server_error, unauthorized, delay or refuse_upload)"
                 ))
             }
         };
@@ -314,6 +384,31 @@ mod tests {
         assert!(RestFault::from_json(&json!({"kind":"delay"}))
             .unwrap_err()
             .contains("`ms`"));
+        let fault =
+            RestFault::from_json(&json!({"kind":"refuse_upload","status":400,"scope":"edits"}))
+                .unwrap();
+        assert_eq!(
+            fault.kind,
+            RestFaultKind::RefuseUpload {
+                status: 400,
+                scope: UploadScope::Edits
+            }
+        );
+        let edit = UploadShape {
+            files: true,
+            edit: true,
+            ..UploadShape::default()
+        };
+        assert!(fault.kind.applies_to(edit));
+        assert!(!fault.kind.applies_to(UploadShape {
+            edit: true,
+            ..UploadShape::default()
+        }));
+        assert!(
+            RestFault::from_json(&json!({"kind":"refuse_upload","scope":"all"}))
+                .unwrap_err()
+                .contains("`scope`")
+        );
         assert!(RestFault::from_json(&json!({"kind":"teapot"}))
             .unwrap_err()
             .contains("teapot"));

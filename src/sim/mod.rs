@@ -67,11 +67,14 @@
 //!   `oversized`, `delay` (`ms`). Applies to every live connection; answers
 //!   `{"applied_to": N}`.
 //! - `POST /control/rest-fault` — `{"kind": "rate_limited" | "forbidden" |
-//!   "server_error" | "unauthorized" | "delay", "count": 1, "retry_after":
+//!   "server_error" | "unauthorized" | "delay" | "refuse_upload", "count": 1, "retry_after":
 //!   1.0, "global": false, "status": 500, "ms": 1000, "path_prefix":
 //!   "/api/v10/channels"}` (all but `kind` optional, but `delay` needs
 //!   `ms`): the next `count` matching REST requests fail that way (`delay`:
-//!   take effect, but are answered `ms` late).
+//!   take effect, but are answered `ms` late). `refuse_upload` (`status`,
+//!   default 500; `scope`: `attachments_field`, the default, for uploads
+//!   whose `payload_json` lists `attachments`, `edits` for a `PATCH` with a
+//!   file, or `any`) refuses only such uploads.
 //! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
 //!   `{"seqs": [...]}` (one per session that got it).
 //! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
@@ -107,7 +110,7 @@ mod zlib;
 
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
 pub use events::{next_matching, SimEvent};
-pub use faults::{Fault, RestFault, RestFaultKind, FLOOD_USER_ID};
+pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
 pub use inject::VoiceNote;
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};

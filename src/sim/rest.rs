@@ -9,7 +9,7 @@
 //! exactly. Uploaded files become the message's attachments, served under
 //! `/attachments/` like Discord's CDN. Every request is recorded.
 
-use super::faults::{RestFault, RestFaultKind};
+use super::faults::{RestFault, RestFaultKind, UploadShape};
 use super::http::{Request, Response};
 use super::multipart::{self, Part};
 use super::nonces::{Original, NONCE_MAX_CHARS};
@@ -174,7 +174,12 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
 /// How long to hold back the answer to `request` (a `Delay` REST fault
 /// for its path, taken here; the server waits after [`handle`]).
 pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration> {
-    match take_matching(&mut shared.lock(), &request.path, true)? {
+    match take_matching(
+        &mut shared.lock(),
+        &request.path,
+        true,
+        UploadShape::default(),
+    )? {
         RestFaultKind::Delay(delay) => Some(delay),
         _ => None,
     }
@@ -182,15 +187,21 @@ pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration>
 
 /// The next REST fault (not a delay) for `path`, if any.
 pub(crate) fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
-    take_matching(state, path, false)
+    take_matching(state, path, false, UploadShape::default())
 }
 
 /// Takes one of the first fault matching `path`: a `Delay` if `delay`,
 /// else any other kind. The identify queue takes only faults aimed at it.
-fn take_matching(state: &mut State, path: &str, delay: bool) -> Option<RestFaultKind> {
+fn take_matching(
+    state: &mut State,
+    path: &str,
+    delay: bool,
+    shape: UploadShape,
+) -> Option<RestFaultKind> {
     let index = state.rest_faults.iter().position(|f| {
         f.count > 0
             && matches!(f.kind, RestFaultKind::Delay(_)) == delay
+            && f.kind.applies_to(shape)
             && f.path_prefix
                 .as_deref()
                 .map_or(path != super::queue::PATH, |p| path.starts_with(p))
@@ -213,6 +224,9 @@ pub(crate) fn fault_response(kind: RestFaultKind) -> Response {
         RestFaultKind::Forbidden => error(403, 50007, "Cannot send messages to this user"),
         RestFaultKind::ServerError(status) => error(status, 0, &format!("{status}: Server Error")),
         RestFaultKind::Unauthorized => error(401, 0, "401: Unauthorized"),
+        RestFaultKind::RefuseUpload { status, .. } => {
+            error(status, 0, &format!("{status}: the upload was refused"))
+        }
         // Taken by `take_delay` only; never answered as a fault.
         RestFaultKind::Delay(_) => error(500, 0, "500: Server Error"),
     }
@@ -296,7 +310,15 @@ fn authorized(shared: &Shared, request: &Request) -> bool {
 }
 
 fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -> Response {
-    if let Some(kind) = take_fault(state, &request.path) {
+    let shape = UploadShape {
+        files: !body.files.is_empty(),
+        attachments_field: body
+            .json
+            .as_ref()
+            .is_some_and(|j| j.get("attachments").is_some_and(Value::is_array)),
+        edit: request.method == "PATCH",
+    };
+    if let Some(kind) = take_matching(state, &request.path, false, shape) {
         log::info!(
             "sim: REST fault {kind:?} on {} {}",
             request.method,

@@ -3,9 +3,11 @@
 //! A running bridge answers on [`socket`] (`status.sock` in the state dir)
 //! with its live snapshot; `status.json` holds the last one written — when
 //! the session starts, when the connection drops, at shutdown, and every
-//! heartbeat only where the socket could not be bound — and is what
-//! `smolcord status` reads when nothing answers. Healthy means the last
-//! heartbeat ACK is younger than two intervals (a container health check).
+//! heartbeat only where the socket could not be bound; last of all, once
+//! the gateway closed, one marked [`Stopped`] — and is what `smolcord
+//! status` reads when nothing answers. Healthy means the process did not
+//! stop and the last heartbeat ACK is younger than two intervals (a
+//! container health check).
 //!
 //! [`StatusSnapshot::render`] draws it for a person ([`render`]);
 //! [`StatusSnapshot::report_json`] is `smolcord status --json`, whose shape
@@ -70,6 +72,42 @@ pub struct StatusSnapshot {
     /// fields above describe the first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardLine>,
+    /// Set in the last snapshot of a process that stopped (written after
+    /// its gateway connections closed): it is not running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// How and when a process stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Stopped {
+    /// When (unix ms), after the gateway closed.
+    pub at_unix_ms: u64,
+    /// Why it stopped.
+    pub why: StopCause,
+}
+
+/// Why a process stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCause {
+    /// A clean shutdown (SIGTERM, SIGINT).
+    Shutdown,
+    /// The owner's `!restart` (the supervisor starts it again).
+    Restart,
+    /// Discord refused it for good (token, intents, shards).
+    Fatal,
+}
+
+impl StopCause {
+    /// How `smolcord status` says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopCause::Shutdown => "stopped cleanly",
+            StopCause::Restart => "stopped for a restart",
+            StopCause::Fatal => "stopped: Discord refused it for good",
+        }
+    }
 }
 
 /// One shard of a set, for the status.
@@ -135,6 +173,7 @@ impl StatusSnapshot {
             bridge,
             sessions: shard.state.history.clone(),
             shards: Vec::new(),
+            stopped: None,
         }
     }
 
@@ -161,10 +200,21 @@ impl StatusSnapshot {
         snapshot
     }
 
+    /// Marks the snapshot as the last of a process that stopped `why`, at
+    /// `at_unix_ms`: no shard connected.
+    pub fn mark_stopped(&mut self, why: StopCause, at_unix_ms: u64) {
+        self.connected = false;
+        for shard in &mut self.shards {
+            shard.connected = false;
+        }
+        self.stopped = Some(Stopped { at_unix_ms, why });
+    }
+
     /// Healthy when the last ACK is younger than two heartbeat intervals —
-    /// on every shard of a set.
+    /// on every shard of a set — and the process did not stop.
     pub fn is_healthy(&self, now_ms: u64) -> bool {
-        healthy(self.last_ack_unix_ms, self.heartbeat_interval_ms, now_ms)
+        self.stopped.is_none()
+            && healthy(self.last_ack_unix_ms, self.heartbeat_interval_ms, now_ms)
             && self.shards.iter().all(|shard| shard.healthy(now_ms))
     }
 
@@ -233,6 +283,10 @@ mod tests {
         let (s, now) = snapshot(83_000, 41_250);
         assert!(!s.is_healthy(now));
         assert!(!StatusSnapshot::default().is_healthy(now));
+        let (mut s, now) = snapshot(1000, 41_250);
+        s.mark_stopped(StopCause::Shutdown, now);
+        assert!(!s.is_healthy(now));
+        assert!(s.render(now, Charset::Ascii).contains("stopped cleanly"));
     }
 
     #[test]

@@ -46,10 +46,10 @@ fn header(out: &mut String, s: &StatusSnapshot, now_ms: u64, charset: Charset) {
     let user = s.user.as_deref().map_or("?".to_owned(), |user| {
         chart::fit(&charset.clean(user), USER_CHARS, charset)
     });
-    let verdict = if s.is_healthy(now_ms) {
-        "healthy"
-    } else {
-        "UNHEALTHY"
+    let verdict = match &s.stopped {
+        Some(_) => "NOT RUNNING",
+        None if s.is_healthy(now_ms) => "healthy",
+        None => "UNHEALTHY",
     };
     let _ = writeln!(
         out,
@@ -59,6 +59,14 @@ fn header(out: &mut String, s: &StatusSnapshot, now_ms: u64, charset: Charset) {
         s.shard[1],
         charset.dash()
     );
+    if let Some(stopped) = &s.stopped {
+        let _ = writeln!(
+            out,
+            "  not running         {} {}",
+            stopped.why.describe(),
+            ago(Some(stopped.at_unix_ms))
+        );
+    }
     let _ = writeln!(
         out,
         "  snapshot written    {}",
@@ -481,6 +489,7 @@ mod tests {
                 last_ack_unix_ms: ack,
             })
             .collect(),
+            stopped: None,
         }
     }
 
