@@ -51,6 +51,13 @@
 //!
 //! # REST behaviour
 //!
+//! Every answer under `/api/` carries `Via: 1.1 google` and per-route
+//! bucket headers that count down per major parameter (channel, guild,
+//! webhook); 429s come in Discord's three scopes with its headers and body
+//! (the table in `ratelimit_headers.rs`). Limits are enforced only with
+//! [`SimConfig::rest_rate_limit`]; without it the counts run against
+//! [`RestRateLimit::REPORTED`] and nothing is refused.
+//!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
 //! message instead of creating another, as Discord does; each such answer
@@ -68,10 +75,11 @@
 //!   `{"applied_to": N}`.
 //! - `POST /control/rest-fault` — `{"kind": "rate_limited" | "forbidden" |
 //!   "server_error" | "unauthorized" | "delay", "count": 1, "retry_after":
-//!   1.0, "global": false, "status": 500, "ms": 1000, "path_prefix":
-//!   "/api/v10/channels"}` (all but `kind` optional, but `delay` needs
-//!   `ms`): the next `count` matching REST requests fail that way (`delay`:
-//!   take effect, but are answered `ms` late).
+//!   1.0, "scope": "user" | "shared" | "global", "status": 500, "ms": 1000,
+//!   "path_prefix": "/api/v10/channels"}` (all but `kind` optional, but
+//!   `delay` needs `ms`; `"global": true` is the older spelling of the
+//!   global scope): the next `count` matching REST requests fail that way
+//!   (`delay`: take effect, but are answered `ms` late).
 //! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
 //!   `{"seqs": [...]}` (one per session that got it).
 //! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
@@ -97,6 +105,7 @@ mod nonces;
 mod objects;
 mod queue;
 mod ratelimit;
+mod ratelimit_headers;
 mod rest;
 mod server;
 mod session;
