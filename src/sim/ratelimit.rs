@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 
 /// Buckets kept before expired ones are dropped (one per route and channel).
 const PRUNE_ABOVE: usize = 1024;
+/// Live buckets kept at most: a client posting to ever new channel ids
+/// within one window cannot grow the book past this; beyond it the counts
+/// start over (a simulator may forget, never grow).
+const MAX_BUCKETS: usize = 8 * PRUNE_ABOVE;
 
 /// The limits the simulator enforces.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -133,6 +137,9 @@ impl RateBook {
         if self.buckets.len() > PRUNE_ABOVE {
             self.buckets
                 .retain(|_, w| now.duration_since(w.started) < limits.window);
+            if self.buckets.len() > MAX_BUCKETS {
+                self.buckets.clear();
+            }
         }
         let window = self
             .buckets
