@@ -91,6 +91,7 @@
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
 
+mod bot_token;
 mod clock;
 mod config;
 mod control;
@@ -114,7 +115,8 @@ mod stats;
 mod tls;
 mod zlib;
 
-pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
+pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
+pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, FLOOD_USER_ID};
 pub use inject::VoiceNote;
