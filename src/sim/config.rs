@@ -94,6 +94,13 @@ pub struct SimConfig {
     /// [`RestRateLimit::DISCORD`] for Discord's. Off by default so tests
     /// may post quickly.
     pub rest_rate_limit: Option<RestRateLimit>,
+    /// Members of every guild beyond the bot and its owner, for Request
+    /// Guild Members (op 8): `member-00001`, ... (0; at most
+    /// [`MAX_GUILD_MEMBERS`](super::MAX_GUILD_MEMBERS)).
+    pub guild_members: u32,
+    /// A repeat of an all-members op 8 for one guild within this gets a
+    /// RATE_LIMITED dispatch instead of chunks (Discord: 30 s).
+    pub all_members_window: Duration,
     /// Serve TLS (`wss://`, `https://`) with this certificate instead of
     /// plain `ws://` and `http://`; every URL the simulator hands out
     /// follows.
@@ -213,6 +220,8 @@ impl Default for SimConfig {
             guilds: vec![SimGuild::example()],
             nonce_window: Duration::from_secs(120),
             rest_rate_limit: None,
+            guild_members: 0,
+            all_members_window: Duration::from_secs(30),
             tls: None,
         }
     }

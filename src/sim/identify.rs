@@ -41,6 +41,7 @@ pub(crate) fn lenient_since(presence: &mut Value) {
 fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
     let bad = |err: String| (4001, format!("invalid Identify: {err}"));
     let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
+    super::payload_checks::identify_extras(&d).map_err(bad)?;
     if let Some(presence) = d.get_mut("presence") {
         lenient_since(presence);
     }

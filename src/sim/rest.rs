@@ -135,6 +135,9 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     let now = Instant::now();
     let body = read_body(request);
     let mut state = shared.lock();
+    if request.header("user-agent").is_none_or(str::is_empty) {
+        note_no_user_agent(&mut state, request);
+    }
     let response = match &body {
         Ok(body) => respond(shared, &mut state, request, body),
         Err(response) => Response {
@@ -170,6 +173,20 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     );
     state.record_rest(record);
     response
+}
+
+/// Counts a request without `User-Agent`, warning at the first.
+fn note_no_user_agent(state: &mut State, request: &Request) {
+    let totals = &mut state.stats.totals;
+    totals.rest_without_user_agent += 1;
+    if totals.rest_without_user_agent == 1 {
+        log::warn!(
+            "sim: REST {} {} has no User-Agent (Discord asks for `DiscordBot (url, version)`); \
+             served, and counted in totals.rest_without_user_agent",
+            request.method,
+            request.path
+        );
+    }
 }
 
 /// How long to hold back the answer to `request` (a `Delay` REST fault

@@ -122,6 +122,9 @@ pub(crate) struct State {
     /// The identify queue stand-in: when each bucket's next turn is.
     pub(crate) queue_next: HashMap<u32, Instant>,
     pub(crate) rate_book: super::ratelimit::RateBook,
+    /// When each guild's member list was last asked for whole (op 8); one
+    /// entry per known guild at most.
+    pub(crate) all_member_requests: HashMap<u64, Instant>,
 }
 
 /// Everything the simulator's parts share.
@@ -158,6 +161,7 @@ impl Shared {
             last_identify: HashMap::new(),
             queue_next: HashMap::new(),
             rate_book: Default::default(),
+            all_member_requests: HashMap::new(),
         };
         Shared {
             config,
