@@ -3,19 +3,13 @@
 use super::signals::{shutdown_signals, SignalRequest};
 use super::SimArgs;
 use crate::offload::{self, FileKind};
-use crate::sim::{bot_id_of_token, SimConfig, SimTls, Simulator};
+use crate::sim::{bot_id_of_token, SimConfig, SimTls, Simulator, MAX_CONCURRENCY, MAX_SHARDS};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 /// Largest PEM file read for `--tls-cert` / `--tls-key`.
 const MAX_PEM_BYTES: u64 = 256 * 1024;
-
-/// Largest `--max-concurrency` (Discord's own buckets go to 16 × 2^k for
-/// very large bots; beyond this nothing is exercised).
-const MAX_CONCURRENCY: u32 = 1024;
-/// Largest `--shards`.
-const MAX_SHARDS: u32 = 4096;
 
 /// Starts the simulator on `--listen` (default 127.0.0.1:0), with TLS when a
 /// certificate chain and key are given, prints its URLs and serves until a

@@ -98,8 +98,8 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     }
     let now = Instant::now();
     let mut state = reader.shared.lock();
-    let limit = config.session_start_limit;
-    let bucket = shard_id % limit.max_concurrency.max(1);
+    let pacing = state.pacing;
+    let bucket = shard_id % pacing.max_concurrency.max(1);
     let since_last = state
         .last_identify
         .get(&bucket)
@@ -122,7 +122,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
             totals.min_identify_gap_ms = Some(totals.min_identify_gap_ms.map_or(ms, |m| m.min(ms)));
         }
     }
-    let too_fast = config.enforce_identify_concurrency && too_early;
+    let too_fast = pacing.enforce && too_early;
     if state.start_remaining == 0 || too_fast {
         log::info!(
             "sim: identify of shard {shard_id} refused ({})",

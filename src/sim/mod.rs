@@ -112,6 +112,9 @@
 //!   `delay` needs `ms`; `"global": true` is the older spelling of the
 //!   global scope): the next `count` matching REST requests fail that way
 //!   (`delay`: take effect, but are answered `ms` late).
+//! - `GET /control/identify` — the [`IdentifyPacing`]; `POST
+//!   /control/identify` — `{"enforce": bool, "max_concurrency": n,
+//!   "shards": n}` (each optional) changes it and answers the new one.
 //! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
 //!   `{"seqs": [...]}` (one per session that got it).
 //! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
@@ -137,6 +140,7 @@ mod members;
 mod multipart;
 mod nonces;
 mod objects;
+mod pacing;
 mod payload_checks;
 mod queue;
 mod ratelimit;
@@ -155,6 +159,7 @@ pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, FLOOD_USER_ID};
 pub use inject::VoiceNote;
 pub use members::MAX_GUILD_MEMBERS;
+pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
@@ -290,6 +295,18 @@ impl Simulator {
     /// connections it reached.
     pub fn fault(&self, fault: Fault) -> usize {
         self.shared().fault(fault)
+    }
+
+    /// How identifies are paced now.
+    pub fn identify_pacing(&self) -> IdentifyPacing {
+        self.shared().lock().pacing
+    }
+
+    /// Changes identify pacing from now on (what `POST /control/identify`
+    /// does); the error names a field out of range. A new
+    /// `max_concurrency` starts every bucket afresh.
+    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), String> {
+        self.shared().set_pacing(pacing)
     }
 
     /// Queues a REST fault for the next matching requests.

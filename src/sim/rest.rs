@@ -347,12 +347,12 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 200,
                 &json!({
                     "url": shared.gateway_url(),
-                    "shards": config.required_shards.unwrap_or(config.recommended_shards),
+                    "shards": config.required_shards.unwrap_or(state.pacing.shards),
                     "session_start_limit": {
                         "total": limit.total,
                         "remaining": state.start_remaining,
                         "reset_after": limit.reset_after.as_millis() as u64,
-                        "max_concurrency": limit.max_concurrency,
+                        "max_concurrency": state.pacing.max_concurrency,
                     },
                 }),
             )

@@ -125,6 +125,8 @@ pub(crate) struct State {
     /// When each guild's member list was last asked for whole (op 8); one
     /// entry per known guild at most.
     pub(crate) all_member_requests: HashMap<u64, Instant>,
+    /// Identify pacing as it stands (the config's, or the control API's).
+    pub(crate) pacing: super::pacing::IdentifyPacing,
 }
 
 /// Everything the simulator's parts share.
@@ -162,6 +164,7 @@ impl Shared {
             queue_next: HashMap::new(),
             rate_book: Default::default(),
             all_member_requests: HashMap::new(),
+            pacing: super::pacing::IdentifyPacing::from_config(&config),
         };
         Shared {
             config,
@@ -217,6 +220,18 @@ impl Shared {
             .values()
             .filter(|entry| entry.cmd.try_send(ConnCmd::Fault(fault.clone())).is_ok())
             .count()
+    }
+
+    pub(crate) fn set_pacing(&self, pacing: super::pacing::IdentifyPacing) -> Result<(), String> {
+        pacing.check()?;
+        let mut state = self.lock();
+        if pacing.max_concurrency != state.pacing.max_concurrency {
+            state.last_identify.clear();
+            state.queue_next.clear();
+        }
+        log::info!("sim: identify pacing now {pacing:?}");
+        state.pacing = pacing;
+        Ok(())
     }
 
     pub(crate) fn rest_fault(&self, fault: RestFault) {
