@@ -17,6 +17,7 @@ use super::objects::{self, MessagePlace};
 use super::ratelimit::{Decision, RestRateLimit, Standing};
 use super::ratelimit_headers::{route_bucket, too_many, with_counts, RouteBucket, Scope};
 use super::state::{Shared, State, StoredFile};
+use super::{message_body, replies};
 use crate::protocol::Snowflake;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -518,6 +519,15 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
         Ok(content) => content.unwrap_or_default(),
         Err(response) => return response,
     };
+    if let Err(response) = message_body::check(&json, true) {
+        return response;
+    }
+    let reply = match replies::resolve(&json, channel_id, guild_id, |channel, id| {
+        stored_message(state, channel, id)
+    }) {
+        Ok(reply) => reply,
+        Err(response) => return response,
+    };
     let has_something = !content.is_empty()
         || !body.files.is_empty()
         || ["embeds", "sticker_ids", "components", "attachments"]
@@ -581,14 +591,12 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
             object[field] = value.clone();
         }
     }
-    if let Some(reference) = json.get("message_reference").filter(|v| v.is_object()) {
-        let mut reference = reference.clone();
-        if reference.get("channel_id").is_none() {
-            reference["channel_id"] = json!(channel_id.to_string());
+    if let Some(reply) = reply {
+        object["message_reference"] = reply.reference;
+        if let Some(referenced) = reply.referenced {
+            object["referenced_message"] = referenced;
+            object["type"] = json!(19);
         }
-        object["message_reference"] = reference;
-        object["referenced_message"] = Value::Null;
-        object["type"] = json!(19);
     }
     state
         .dir
@@ -640,6 +648,18 @@ fn enforced_nonce(json: &Value) -> Result<Option<String>, Response> {
     Ok(enforced.then_some(nonce))
 }
 
+/// A message a reply may reference (`replies::resolve`'s lookup).
+fn stored_message(state: &State, channel_id: u64, message_id: u64) -> Option<Value> {
+    let message_id = Snowflake::new(message_id);
+    state
+        .dir
+        .messages
+        .get(&channel_id)?
+        .iter()
+        .find(|m| m.id == message_id)
+        .map(|m| m.object.clone())
+}
+
 fn find_message<'a>(
     state: &'a mut State,
     channel: &str,
@@ -667,6 +687,9 @@ fn edit_message(
         Ok(content) => content,
         Err(response) => return response,
     };
+    if let Err(response) = message_body::check(&json, false) {
+        return response;
+    }
     if let Err(response) = check_files(body) {
         return response;
     }
