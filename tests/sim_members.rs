@@ -126,7 +126,7 @@ fn the_window_passes_and_user_ids_and_queries_need_no_window() {
             .send(json!({"op": 8, "d": {"guild_id": guild, "user_ids": [bot, "123"], "nonce": "ids"}}))
             .await;
         let chunk = expect(&mut client, "GUILD_MEMBERS_CHUNK").await;
-        assert_eq!(members(&chunk), [bot.clone()]);
+        assert_eq!(members(&chunk), vec![bot.clone()]);
         assert_eq!(chunk["not_found"], json!(["123"]));
         assert_eq!(chunk["nonce"], "ids");
         assert_eq!(

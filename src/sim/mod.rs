@@ -47,7 +47,12 @@
 //! expired session, or a Resume from before the replay buffer: op 9 `false`.
 //! Dispatches honour intents, shards and MESSAGE_CONTENT like Discord, and
 //! a dispatch to a session whose client is away is buffered for its Resume.
-//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE.
+//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE. op 8
+//! Request Guild Members is answered with GUILD_MEMBERS_CHUNK (or
+//! RATE_LIMITED; `members.rs`), against guilds of the bot, its owner and
+//! [`SimConfig::guild_members`] more. The default token,
+//! [`DEFAULT_SIM_TOKEN`], is shaped like Discord's: its first part is the
+//! base64 of [`SimConfig::bot_id`] ([`SimConfig::with_token`] sets another).
 //!
 //! # REST behaviour
 //!
@@ -56,7 +61,9 @@
 //! webhook); 429s come in Discord's three scopes with its headers and body
 //! (the table in `ratelimit_headers.rs`). Limits are enforced only with
 //! [`SimConfig::rest_rate_limit`]; without it the counts run against
-//! [`RestRateLimit::REPORTED`] and nothing is refused.
+//! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
+//! checked field by field (`message_body.rs`: 400 50035 naming the field),
+//! and replies get `referenced_message` (`replies.rs`).
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
