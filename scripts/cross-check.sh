@@ -152,7 +152,10 @@ start_sim() {
     log "building the native simulator (release)"
     "${NICE[@]}" cargo build --release --locked 2>"$work/build-native.log" \
         || { tail -30 "$work/build-native.log" >&2; die "native build"; }
-    RUST_LOG=warn "$native" sim --listen 127.0.0.1:0 --heartbeat-ms "$HEARTBEAT_MS" >"$out" 2>"$work/sim.err" &
+    # Targets identify one after another, seconds apart: identify pacing
+    # (on by default in `smolcord sim`) is not what this checks.
+    RUST_LOG=warn "$native" sim --listen 127.0.0.1:0 --heartbeat-ms "$HEARTBEAT_MS" \
+        --identify-pacing off >"$out" 2>"$work/sim.err" &
     sim_pid=$!
     pids+=("$sim_pid")
     # It prints its URLs once listening (or exits at once if it cannot).
@@ -169,7 +172,8 @@ start_sim() {
     api_base=$(grep -o 'http://[^ ]*/api/v10' "$out" | head -1)
     local control
     control=$(grep -o 'http://[^ ]*/control' "$out" | head -1)
-    [[ -n $gateway_url && -n $api_base && -n $control ]] || die "cannot read the simulator's URLs from: $(cat "$out")"
+    sim_token=$(awk '$1 == "token" {print $2}' "$out")
+    [[ -n $gateway_url && -n $api_base && -n $control && -n $sim_token ]] || die "cannot read the simulator's URLs from: $(cat "$out")"
     sim_host=${control#http://}; sim_host=${sim_host%%/*}
     sim_port=${sim_host##*:}; sim_host=${sim_host%:*}
     log "simulator: gateway $gateway_url, REST $api_base, control $control"
@@ -242,7 +246,7 @@ run_against_sim() {
     before_sessions=$(totals_number sessions_started <<<"$body")
     before_beats=$(totals_number heartbeats <<<"$body")
     # An empty environment but for what `run` needs (as in the image).
-    env -i DISCORD_TOKEN=smolcord-sim-token SMOLCORD_GATEWAY_URL="$gateway_url" \
+    env -i DISCORD_TOKEN="$sim_token" SMOLCORD_GATEWAY_URL="$gateway_url" \
         SMOLCORD_API_BASE="$api_base" SMOLCORD_STATE_DIR="$state" RUST_LOG=info \
         "${prefix[@]}" "$program" run >"$work/run-$target.log" 2>&1 &
     pid=$!

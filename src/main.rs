@@ -13,6 +13,8 @@ usage:
   smolcord demo                the demo (embedded gateway simulator)
   smolcord run [--config F]    the bridge against Discord (DISCORD_TOKEN)
   smolcord sim [--listen ADDR] [--heartbeat-ms N] [--tls-cert F --tls-key F]
+               [--token T] [--max-concurrency N] [--shards N]
+               [--identify-pacing on|off]
                                serve the gateway simulator until Ctrl-C
   smolcord pair CODE [--config F]
                                approve a pairing code
@@ -78,6 +80,7 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
     let mut tls_key: Option<std::path::PathBuf> = None;
     let mut last = None;
     let mut json = false;
+    let mut sim = app::SimArgs::default();
     while let Some(arg) = args.next()? {
         match arg {
             Short('h') | Long("help") => return Ok(None),
@@ -88,6 +91,24 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
             Long("tls-key") => tls_key = Some(args.value()?.into()),
             Long("last") => last = Some(args.value()?.parse()?),
             Long("json") => json = true,
+            Long("token") => {
+                let token = args.value()?.string()?;
+                sim.token =
+                    Some(smolcord::token::Token::new(&token).ok_or("--token must not be blank")?);
+            }
+            Long("max-concurrency") => sim.max_concurrency = Some(args.value()?.parse()?),
+            Long("shards") => sim.shards = Some(args.value()?.parse()?),
+            Long("identify-pacing") => {
+                sim.identify_pacing = Some(match args.value()?.string()?.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    other => {
+                        return Err(
+                            format!("--identify-pacing takes on or off, not `{other}`").into()
+                        )
+                    }
+                })
+            }
             Value(value) if subcommand.is_none() => subcommand = Some(value.string()?),
             Value(value) if positional.is_none() => positional = Some(value.string()?),
             _ => return Err(arg.unexpected()),
@@ -97,7 +118,7 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
         None => Command::Default { config },
         Some("demo") => Command::Demo,
         Some("run") => Command::Run { config },
-        Some("sim") => Command::Sim {
+        Some("sim") => Command::Sim(app::SimArgs {
             listen,
             heartbeat_ms,
             tls: match (tls_cert, tls_key) {
@@ -105,7 +126,8 @@ fn parse(mut args: lexopt::Parser) -> Result<Option<Command>, lexopt::Error> {
                 (None, None) => None,
                 _ => return Err("--tls-cert and --tls-key go together".into()),
             },
-        },
+            ..sim
+        }),
         Some("pair") => Command::Pair {
             code: positional.ok_or("pair needs the CODE the bot sent")?,
             config,

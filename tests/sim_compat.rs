@@ -131,3 +131,26 @@ fn resume_is_served_where_twilight_and_serenity_send_it() {
         assert_eq!(stats.totals.resumes, 2);
     });
 }
+
+#[test]
+fn a_429_carries_via_and_a_json_body_for_discord_py() {
+    // discord.py 2.7.1 (http.py) raises HTTPException for a 429 without a
+    // `Via` header or with a non-JSON body ("Banned by Cloudflare more
+    // than likely") instead of waiting `retry_after`.
+    run(async {
+        let sim = sim();
+        let channel = sim.config().guilds[0].channels[0].id;
+        let path = format!("/api/v10/channels/{channel}/messages");
+        for fault in [
+            smolcord::sim::RestFault::rate_limited(1, 0.1),
+            smolcord::sim::RestFault::global_rate_limited(1, 0.1),
+        ] {
+            sim.rest_fault(fault);
+            let reply = http(&sim, "POST", &path, true, Some(&json!({"content": "x"}))).await;
+            assert_eq!(reply.status, 429);
+            assert!(reply.header("via").is_some_and(|v| !v.is_empty()));
+            assert_eq!(reply.header("content-type"), Some("application/json"));
+            assert!(reply.json()["retry_after"].is_f64());
+        }
+    });
+}

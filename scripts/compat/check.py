@@ -6,7 +6,9 @@ API what actually happened: an Identify that got READY, at least N
 heartbeats on the session's live connection with none past the 4009
 deadline, the expected reply POSTed over REST (and stored as the bot's
 message in that channel), and with --resume a Resume (after the op 7 the
-bot asked for) on READY's `resume_gateway_url` that got RESUMED. Prints one verdict line; exit 0 on pass, 1 on fail. Standard
+bot asked for) on READY's `resume_gateway_url` that got RESUMED, and with
+--rate-limited N at least N 429s, each retried with success. Prints one
+verdict line; exit 0 on pass, 1 on fail. Standard
 library only, so it runs before any venv exists.
 """
 
@@ -43,6 +45,8 @@ def main():
                     help="require a resumed connection on READY's resume_gateway_url")
     ap.add_argument("--resume-path-prefix", default="/resume",
                     help="where the resume must happen (serenity 0.12 resumes on the gateway URL: '/')")
+    ap.add_argument("--rate-limited", type=int, default=0,
+                    help="require at least N 429s, each followed by a successful retry of the same request")
     ap.add_argument("--compression", default=None,
                     help="expected compression on the identified connection (zlib-stream, payload, none)")
     args = ap.parse_args()
@@ -104,6 +108,15 @@ def main():
         problems.append(f"no successful POST {path} with the reply (POSTs there answered {answered})")
     if not any(m.get("content") == args.reply for m in messages):
         problems.append("the reply is not among the bot's messages in the DM channel")
+
+    limited = [i for i, r in enumerate(rest_log) if r["status"] == 429]
+    if len(limited) < args.rate_limited:
+        problems.append(f"{len(limited)} 429s answered, want >= {args.rate_limited}")
+    for i in limited:
+        r = rest_log[i]
+        if not any(later["method"] == r["method"] and later["path"] == r["path"]
+                   and 200 <= later["status"] < 300 for later in rest_log[i + 1:]):
+            problems.append(f"the 429 on {r['method']} {r['path']} was never retried with success")
 
     if problems:
         print(f"compat {args.name}: FAIL — " + "; ".join(problems))

@@ -12,7 +12,8 @@ TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 HEARTBEAT_MS="${COMPAT_HEARTBEAT_MS:-1000}"
 # How many heartbeats each client must send on one connection.
 BEATS="${COMPAT_BEATS:-4}"
-TOKEN="smolcord-sim-token"
+# The token `smolcord sim` accepts: read from what it prints (start_sim).
+TOKEN=""
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/smolcord-compat.XXXXXX")"
 PIDS=()
@@ -57,10 +58,11 @@ build_smolcord() {
 }
 
 # Starts the simulator on 127.0.0.1:0 and sets GATEWAY_URL, API_BASE,
-# CONTROL_URL, HTTP_BASE from what it prints.
+# CONTROL_URL, HTTP_BASE and TOKEN from what it prints. Arguments after the
+# name go to `smolcord sim` (e.g. --max-concurrency 2).
 start_sim() {
     local name="$1"
-    "$SMOLCORD_BIN" sim --listen 127.0.0.1:0 --heartbeat-ms "$HEARTBEAT_MS" \
+    "$SMOLCORD_BIN" sim --listen 127.0.0.1:0 --heartbeat-ms "$HEARTBEAT_MS" "${@:2}" \
         >"$WORK/sim.out" 2>"$WORK/sim.log" &
     PIDS+=("$!")
     local i
@@ -74,10 +76,11 @@ start_sim() {
     GATEWAY_URL="$(awk '$1 == "gateway" {print $2}' "$WORK/sim.out")"
     API_BASE="$(awk '$1 == "REST" {print $2}' "$WORK/sim.out")"
     CONTROL_URL="$(awk '$1 == "control" {print $2}' "$WORK/sim.out")"
-    [[ -n "$GATEWAY_URL" && -n "$API_BASE" && -n "$CONTROL_URL" ]] ||
+    TOKEN="$(awk '$1 == "token" {print $2}' "$WORK/sim.out")"
+    [[ -n "$GATEWAY_URL" && -n "$API_BASE" && -n "$CONTROL_URL" && -n "$TOKEN" ]] ||
         fail "$name" "smolcord sim printed no URLs within 10 s"
     HTTP_BASE="${API_BASE%/api/v10}"
-    export GATEWAY_URL API_BASE CONTROL_URL HTTP_BASE
+    export GATEWAY_URL API_BASE CONTROL_URL HTTP_BASE TOKEN
 }
 
 # fail_logs LOG...: after a verdict line already printed, show the logs; exit 1.

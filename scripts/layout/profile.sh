@@ -70,7 +70,7 @@ cat >"$state/config.json" <<JSON
  "transcribe_cmd": ["echo", "a transcript"]}
 JSON
 
-env -i PATH=/usr/bin:/bin DISCORD_TOKEN=smolcord-sim-token SMOLCORD_STATE_DIR="$state" \
+env -i PATH=/usr/bin:/bin DISCORD_TOKEN=MTEwMDAwMDAwMDAwMDAwMDAwMQ.HDdKgA.c21vbGNvcmQtc2ltdWxhdG9yLW5vLXNlY3JldA SMOLCORD_STATE_DIR="$state" \
     SMOLCORD_CA_FILE="$work/ca.pem" SMOLCORD_GATEWAY_URL="wss://127.0.0.1:$port" \
     SMOLCORD_API_BASE="https://127.0.0.1:$port/api/v10" \
     valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.out" \

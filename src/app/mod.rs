@@ -40,6 +40,26 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The options of `smolcord sim` (each `None`: the simulator's default).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SimArgs {
+    /// `--listen ADDR`.
+    pub listen: Option<SocketAddr>,
+    /// `--heartbeat-ms N`.
+    pub heartbeat_ms: Option<u64>,
+    /// `--tls-cert F --tls-key F`: serve wss:// and https://.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// `--token T`: the token to accept (its first part sets the bot id).
+    pub token: Option<crate::token::Token>,
+    /// `--max-concurrency N`: identifies per 5 s bucket.
+    pub max_concurrency: Option<u32>,
+    /// `--shards N`: the shard count `GET /gateway/bot` recommends.
+    pub shards: Option<u32>,
+    /// `--identify-pacing on|off`: op 9 for an Identify too early for its
+    /// bucket (on unless turned off).
+    pub identify_pacing: Option<bool>,
+}
+
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -56,14 +76,7 @@ pub enum Command {
         config: Option<PathBuf>,
     },
     /// Serve the simulator.
-    Sim {
-        /// `--listen ADDR`.
-        listen: Option<SocketAddr>,
-        /// `--heartbeat-ms N`.
-        heartbeat_ms: Option<u64>,
-        /// `--tls-cert F --tls-key F`: serve wss:// and https://.
-        tls: Option<(PathBuf, PathBuf)>,
-    },
+    Sim(SimArgs),
     /// Approve a pairing code.
     Pair {
         /// The code.
@@ -134,11 +147,7 @@ pub fn main(command: Command) -> ExitCode {
                 pair::run(config.as_deref(), &process_env, &code).await
             }
             #[cfg(feature = "sim")]
-            Command::Sim {
-                listen,
-                heartbeat_ms,
-                tls,
-            } => sim::run(listen, heartbeat_ms, tls).await,
+            Command::Sim(args) => sim::run(args).await,
             Command::Failures { last, config } => {
                 failures::run(last, config.as_deref(), &process_env).await
             }
@@ -146,7 +155,7 @@ pub fn main(command: Command) -> ExitCode {
             Command::DemoAgent => Ok(demo_tools::agent()),
             Command::DemoTranscribe { file } => Ok(demo_tools::transcribe(file.as_deref())),
             #[cfg(not(feature = "sim"))]
-            Command::Demo | Command::Sim { .. } => {
+            Command::Demo | Command::Sim(_) => {
                 Err("this build has no simulator (cargo feature `sim`)".into())
             }
         }

@@ -1,5 +1,6 @@
 //! What a simulator instance accepts and announces.
 
+use super::bot_token::{bot_id_of_token, DEFAULT_SIM_TOKEN};
 use super::ratelimit::RestRateLimit;
 use super::tls::SimTls;
 use crate::protocol::{Intents, Snowflake};
@@ -33,9 +34,12 @@ pub struct SimConfig {
     /// `interval × (1 + late_tolerance)` (0.05). Without a tolerance every
     /// punctual client would score half its beats late from scheduling noise.
     pub late_tolerance: f64,
-    /// The accepted bot token (Identify/Resume and `Authorization: Bot …`).
+    /// The accepted bot token (Identify/Resume and `Authorization: Bot …`);
+    /// [`DEFAULT_SIM_TOKEN`] by default, shaped like Discord's and decoding
+    /// to `bot_id`. Set both with [`SimConfig::with_token`].
     pub token: Token,
-    /// The bot user's id (also the application id).
+    /// The bot user's id (also the application id); the id the token's
+    /// first part decodes to.
     pub bot_id: Snowflake,
     /// The bot user's name.
     pub bot_name: String,
@@ -90,6 +94,13 @@ pub struct SimConfig {
     /// [`RestRateLimit::DISCORD`] for Discord's. Off by default so tests
     /// may post quickly.
     pub rest_rate_limit: Option<RestRateLimit>,
+    /// Members of every guild beyond the bot and its owner, for Request
+    /// Guild Members (op 8): `member-00001`, ... (0; at most
+    /// [`MAX_GUILD_MEMBERS`](super::MAX_GUILD_MEMBERS)).
+    pub guild_members: u32,
+    /// A repeat of an all-members op 8 for one guild within this gets a
+    /// RATE_LIMITED dispatch instead of chunks (Discord: 30 s).
+    pub all_members_window: Duration,
     /// Serve TLS (`wss://`, `https://`) with this certificate instead of
     /// plain `ws://` and `http://`; every URL the simulator hands out
     /// follows.
@@ -161,8 +172,28 @@ impl SimGuild {
     }
 }
 
-/// The token the simulator accepts unless configured otherwise.
-pub const DEFAULT_SIM_TOKEN: &str = "smolcord-sim-token";
+impl SimConfig {
+    /// Accepts `token` instead of [`DEFAULT_SIM_TOKEN`]; when it is shaped
+    /// like Discord's, the bot's id becomes the id its first part decodes
+    /// to, so READY and `GET /users/@me` agree with the token as they do
+    /// on Discord (a token not shaped like Discord's keeps `bot_id`).
+    ///
+    /// ```
+    /// use smolcord::sim::{sim_token_for, SimConfig};
+    /// use smolcord::protocol::Snowflake;
+    /// use smolcord::token::Token;
+    /// let token = Token::new(&sim_token_for(Snowflake::new(77))).unwrap();
+    /// let config = SimConfig::default().with_token(token);
+    /// assert_eq!(config.bot_id, Snowflake::new(77));
+    /// ```
+    pub fn with_token(mut self, token: Token) -> SimConfig {
+        if let Some(id) = bot_id_of_token(token.expose()) {
+            self.bot_id = id;
+        }
+        self.token = token;
+        self
+    }
+}
 
 impl Default for SimConfig {
     fn default() -> SimConfig {
@@ -189,6 +220,8 @@ impl Default for SimConfig {
             guilds: vec![SimGuild::example()],
             nonce_window: Duration::from_secs(120),
             rest_rate_limit: None,
+            guild_members: 0,
+            all_members_window: Duration::from_secs(30),
             tls: None,
         }
     }

@@ -69,6 +69,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             &json!({"endpoints": [
                 "POST /control/fault", "POST /control/rest-fault", "POST /control/dispatch",
                 "POST /control/dm", "POST /control/guild-message", "GET /control/stats",
+                "GET /control/identify", "POST /control/identify",
                 "GET /control/rest-log", "GET /control/messages?channel_id=ID"]}),
         ),
         ("POST", "/fault") => {
@@ -91,6 +92,13 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let d = body.get("d").cloned().unwrap_or(Value::Null);
             let seqs = shared.dispatch(&event, &d);
             Response::json(200, &json!({"seqs": seqs}))
+        }
+        ("GET", "/identify") => Response::json(200, &json!(shared.lock().pacing)),
+        ("POST", "/identify") => {
+            let current = shared.lock().pacing;
+            let pacing = current.updated(&body(request)?).map_err(bad)?;
+            shared.set_pacing(pacing).map_err(bad)?;
+            Response::json(200, &json!(pacing))
         }
         ("POST", "/dm") => dm(shared, &body(request)?)?,
         ("POST", "/guild-message") => {
@@ -133,7 +141,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         (
             _,
             "" | "/fault" | "/rest-fault" | "/dispatch" | "/dm" | "/guild-message" | "/stats"
-            | "/rest-log" | "/messages",
+            | "/identify" | "/rest-log" | "/messages",
         ) => Response::json(
             405,
             &json!({"error": format!("{method} is not allowed on /control{path}")}),

@@ -65,13 +65,23 @@ pub const FLOOD_USER_ID: u64 = 990_000_000_000_000_001;
 /// What a faulty REST answer looks like.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RestFaultKind {
-    /// 429 with `retry_after` seconds (JSON body, `Retry-After` and
-    /// `X-RateLimit-*` headers); `global` sets `X-RateLimit-Global`.
+    /// 429 with `retry_after` seconds, as Discord sends it: `Retry-After`,
+    /// `Via`, the JSON body `{"message", "retry_after", "global"}`; not
+    /// `global`: the route's bucket headers, `X-RateLimit-Remaining: 0`,
+    /// `X-RateLimit-Scope: user`; `global`: `X-RateLimit-Global: true`,
+    /// `X-RateLimit-Scope: global` and no bucket headers.
     RateLimited {
         /// Seconds to wait.
         retry_after: f64,
         /// A global (not per-route) limit.
         global: bool,
+    },
+    /// 429 for a limit on the resource (`X-RateLimit-Scope: shared`): the
+    /// route's bucket headers keep their real counts (a client cannot see
+    /// it coming), and on a channel route the body carries code 20028.
+    SharedRateLimited {
+        /// Seconds to wait.
+        retry_after: f64,
     },
     /// 403 `{"code": 50007, "message": "Cannot send messages to this user"}`.
     Forbidden,
@@ -163,6 +173,27 @@ impl RestFault {
         }
     }
 
+    /// `count` global 429s (`X-RateLimit-Scope: global`).
+    pub fn global_rate_limited(count: u32, retry_after: f64) -> RestFault {
+        RestFault {
+            kind: RestFaultKind::RateLimited {
+                retry_after,
+                global: true,
+            },
+            count,
+            path_prefix: None,
+        }
+    }
+
+    /// `count` shared-scope 429s (`X-RateLimit-Scope: shared`).
+    pub fn shared_rate_limited(count: u32, retry_after: f64) -> RestFault {
+        RestFault {
+            kind: RestFaultKind::SharedRateLimited { retry_after },
+            count,
+            path_prefix: None,
+        }
+    }
+
     /// Restricts the fault to paths starting with `prefix`.
     pub fn on(mut self, prefix: &str) -> RestFault {
         self.path_prefix = Some(prefix.to_owned());
@@ -244,24 +275,54 @@ impl Fault {
     }
 }
 
+/// `{"kind": "rate_limited", "retry_after": 1.0, "scope": "user" |
+/// "shared" | "global"}`; `"global": true` is the older spelling of the
+/// global scope.
+fn rate_limited(body: &Value) -> Result<RestFaultKind, String> {
+    let retry_after = match body.get("retry_after") {
+        None => 1.0,
+        Some(v) => v
+            .as_f64()
+            .filter(|s| s.is_finite() && (0.0..=86_400.0).contains(s))
+            .ok_or("field `retry_after` must be a number of seconds from 0 to 86400")?,
+    };
+    let global = match body.get("global") {
+        None => false,
+        Some(v) => v.as_bool().ok_or("field `global` must be true or false")?,
+    };
+    let scope = match body.get("scope") {
+        None => None,
+        Some(v) => Some(v.as_str().ok_or("field `scope` must be a string")?),
+    };
+    Ok(match (scope, global) {
+        (None | Some("user"), false) => RestFaultKind::RateLimited {
+            retry_after,
+            global: false,
+        },
+        (None | Some("global"), _) => RestFaultKind::RateLimited {
+            retry_after,
+            global: true,
+        },
+        (Some("shared"), false) => RestFaultKind::SharedRateLimited { retry_after },
+        (Some(other @ ("user" | "shared")), true) => {
+            return Err(format!(
+                "`\"global\": true` contradicts `\"scope\": \"{other}\"`"
+            ))
+        }
+        (Some(other), _) => {
+            return Err(format!(
+                "unknown scope `{other}` (expected user, shared or global)"
+            ))
+        }
+    })
+}
+
 impl RestFault {
     /// Reads the control API form, e.g.
     /// `{"kind":"rate_limited","count":1,"retry_after":0.5}`.
     pub fn from_json(body: &Value) -> Result<RestFault, String> {
         let kind = match kind(body)? {
-            "rate_limited" => RestFaultKind::RateLimited {
-                retry_after: match body.get("retry_after") {
-                    None => 1.0,
-                    Some(v) => v
-                        .as_f64()
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .ok_or("field `retry_after` must be a non-negative number of seconds")?,
-                },
-                global: match body.get("global") {
-                    None => false,
-                    Some(v) => v.as_bool().ok_or("field `global` must be true or false")?,
-                },
-            },
+            "rate_limited" => rate_limited(body)?,
             "forbidden" => RestFaultKind::Forbidden,
             "unauthorized" => RestFaultKind::Unauthorized,
             "delay" => RestFaultKind::Delay(millis(body)?),
@@ -367,6 +428,29 @@ mod tests {
     fn rest_faults_parse_with_defaults() {
         let fault = RestFault::from_json(&json!({"kind":"rate_limited"})).unwrap();
         assert_eq!(fault, RestFault::rate_limited(1, 1.0));
+        let scoped = |scope: &str| {
+            RestFault::from_json(&json!({"kind":"rate_limited","scope":scope,"retry_after":0.5}))
+        };
+        assert_eq!(scoped("user").unwrap(), RestFault::rate_limited(1, 0.5));
+        assert_eq!(
+            scoped("global").unwrap(),
+            RestFault::global_rate_limited(1, 0.5)
+        );
+        assert_eq!(
+            scoped("shared").unwrap(),
+            RestFault::shared_rate_limited(1, 0.5)
+        );
+        assert!(scoped("galaxy").unwrap_err().contains("galaxy"));
+        assert!(RestFault::from_json(
+            &json!({"kind":"rate_limited","scope":"shared","global":true})
+        )
+        .unwrap_err()
+        .contains("contradicts"));
+        assert!(
+            RestFault::from_json(&json!({"kind":"rate_limited","retry_after":1e9}))
+                .unwrap_err()
+                .contains("86400")
+        );
         let fault = RestFault::from_json(
             &json!({"kind":"server_error","status":502,"count":2,"path_prefix":"/api/v10/channels"}),
         )

@@ -14,6 +14,7 @@ use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
 use super::tls::SimStream;
 use super::zlib::{compress_payload, ZlibStream};
+use super::{members, payload_checks};
 use crate::protocol::{CloseCode, Frame, OpCode, MAX_PAYLOAD_BYTES};
 use crate::wire::{Direction, WireTrace};
 use async_net::TcpStream;
@@ -141,6 +142,13 @@ async fn run(
             },
         );
         state.stats.open(id, &request.path, &request.query, now);
+        if request.query_param("v").is_none() {
+            state.stats.totals.connections_without_version += 1;
+            log::warn!(
+                "sim: gateway connection {id} has no `v` in its URL: served as v10, but Discord \
+                 would serve its default version (6, deprecated); ask for ?v=10"
+            );
+        }
         if let Some(stats) = state.stats.conn(id) {
             stats.compression = params.zlib_stream.then(|| "zlib-stream".to_owned());
             stats.user_agent = request.header("user-agent").map(str::to_owned);
@@ -749,10 +757,23 @@ impl Reader {
             )),
             OpCode::PresenceUpdate => {
                 let mut d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
+                payload_checks::presence(&d)
+                    .map_err(|err| (4001, format!("bad payload for opcode 3: {err}")))?;
                 lenient_since(&mut d);
                 serde_json::from_value::<crate::protocol::PresenceUpdate>(d)
                     .map(|_| ())
                     .map_err(|err| (4001, format!("bad payload for opcode 3: {err}")))
+            }
+            OpCode::RequestGuildMembers => members::handle(self, &frame),
+            OpCode::VoiceStateUpdate => {
+                let d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
+                payload_checks::voice_state(&d)
+                    .map_err(|err| (4001, format!("bad payload for opcode 4: {err}")))
+            }
+            OpCode::RequestSoundboardSounds => {
+                let d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
+                payload_checks::soundboard(&d)
+                    .map_err(|err| (4001, format!("bad payload for opcode 31: {err}")))
             }
             _ => Ok(()),
         }
@@ -771,6 +792,20 @@ impl Reader {
         let ack = self.drop_acks == 0;
         self.drop_acks = self.drop_acks.saturating_sub(1);
         let mut state = self.shared.lock();
+        let sent = self
+            .session
+            .as_deref()
+            .and_then(|id| state.sessions.get_mut(id))
+            .map(|session| session.seq);
+        if let (Some(seq), Some(sent)) = (d, sent) {
+            if seq > sent {
+                state.stats.totals.heartbeats_with_unsent_seq += 1;
+                log::warn!(
+                    "sim: connection {} heartbeat carries seq {seq}, but its session has sent only {sent}",
+                    self.id
+                );
+            }
+        }
         state.stats.heartbeat(self.id, d, gap, now);
         if let Some(stats) = state.stats.conn(self.id) {
             if ack {

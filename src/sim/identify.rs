@@ -41,6 +41,7 @@ pub(crate) fn lenient_since(presence: &mut Value) {
 fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
     let bad = |err: String| (4001, format!("invalid Identify: {err}"));
     let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
+    super::payload_checks::identify_extras(&d).map_err(bad)?;
     if let Some(presence) = d.get_mut("presence") {
         lenient_since(presence);
     }
@@ -97,8 +98,8 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     }
     let now = Instant::now();
     let mut state = reader.shared.lock();
-    let limit = config.session_start_limit;
-    let bucket = shard_id % limit.max_concurrency.max(1);
+    let pacing = state.pacing;
+    let bucket = shard_id % pacing.max_concurrency.max(1);
     let since_last = state
         .last_identify
         .get(&bucket)
@@ -121,7 +122,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
             totals.min_identify_gap_ms = Some(totals.min_identify_gap_ms.map_or(ms, |m| m.min(ms)));
         }
     }
-    let too_fast = config.enforce_identify_concurrency && too_early;
+    let too_fast = pacing.enforce && too_early;
     if state.start_remaining == 0 || too_fast {
         log::info!(
             "sim: identify of shard {shard_id} refused ({})",

@@ -47,14 +47,60 @@
 //! expired session, or a Resume from before the replay buffer: op 9 `false`.
 //! Dispatches honour intents, shards and MESSAGE_CONTENT like Discord, and
 //! a dispatch to a session whose client is away is buffered for its Resume.
-//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE.
+//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE. op 8
+//! Request Guild Members is answered with GUILD_MEMBERS_CHUNK (or
+//! RATE_LIMITED; `members.rs`), against guilds of the bot, its owner and
+//! [`SimConfig::guild_members`] more. The default token,
+//! [`DEFAULT_SIM_TOKEN`], is shaped like Discord's: its first part is the
+//! base64 of [`SimConfig::bot_id`] ([`SimConfig::with_token`] sets another).
 //!
 //! # REST behaviour
+//!
+//! Every answer under `/api/` carries `Via: 1.1 google` and per-route
+//! bucket headers that count down per major parameter (channel, guild,
+//! webhook); 429s come in Discord's three scopes with its headers and body
+//! (the table in `ratelimit_headers.rs`). Limits are enforced only with
+//! [`SimConfig::rest_rate_limit`]; without it the counts run against
+//! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
+//! checked field by field (`message_body.rs`: 400 50035 naming the field),
+//! and replies get `referenced_message` (`replies.rs`).
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
 //! message instead of creating another, as Discord does; each such answer
 //! counts in [`Totals::duplicates_prevented`].
+//!
+//! # Where the docs leave Discord's reaction open
+//!
+//! Each constraint the docs state without saying what Discord does about
+//! it, and what the simulator does (Discord closes 4001 for "an invalid
+//! payload for an opcode", resumable; REST answers 400 50035 "Invalid Form
+//! Body" naming the field). Strict where a client that breaks the rule has
+//! a bug the simulator should show first; lenient where Discord is known
+//! to accept, or where refusing would fail clients that work against it.
+//!
+//! | constraint | the simulator | why |
+//! |---|---|---|
+//! | op 3 / 4 / 8 / 31 `d` of the documented shape (`"garbage"`, `[1, 2]`, a missing or mistyped field) | close 4001 | the docs' meaning of 4001 |
+//! | Identify `large_threshold` 50–250 | close 4001 outside it | a range in the docs; every library looked at sends 50 or 250 |
+//! | presence `status` one of online, dnd, idle, invisible, offline (Identify, op 3) | close 4001 (`"banana"`) | the documented set |
+//! | activity `type` 0–5 | close 4001 (42) | the documented types; a new type needs a simulator update |
+//! | presence `since`: Unix ms or null | anything else is read as null | Discord takes serenity's serialized `SystemTime` |
+//! | Identify `properties` with `os`, `browser`, `device` | `{}` and the old `$os` names accepted (missing read as `""`) | Discord takes both |
+//! | `v` in the gateway URL | none: served as v10, a warning, `Totals::connections_without_version` | Discord serves its default (v6) rather than refusing; the simulator has no v6 |
+//! | a heartbeat's `d` is the last seq received | a seq beyond what the session sent is ACKed, warned about and counted (`Totals::heartbeats_with_unsent_seq`) | no refusal documented (4007 is for Resume); an older seq before a Resume is normal |
+//! | op 8 for the whole list (`query: ""`) needs GUILD_MEMBERS | close 4001 | "required", no reaction given; answering nothing would leave the client waiting forever, 4001 keeps the session |
+//! | op 8 takes one of `query` / `user_ids`, ≤ 100 ids, `limit` with `query` | close 4001 otherwise | the documented request |
+//! | op 8 `nonce` ≤ 32 bytes | a longer one is not echoed | the docs say so |
+//! | op 8 `presences: true` needs GUILD_PRESENCES | chunks without presences | "otherwise it will always be false" |
+//! | op 8 for a guild the session does not serve (unknown, another shard) | ignored, with a warning | undocumented |
+//! | all members of a guild: once per 30 s per bot | RATE_LIMITED dispatch instead of chunks | documented (PROTOCOL.md §1.2) |
+//! | one Identify per `max_concurrency` bucket per 5 s | op 9 `false` for the early one when pacing is on: on in `smolcord sim` (`--identify-pacing off`), off in `SimConfig::default()` | documented; Rust tests re-identify within milliseconds on purpose (op 9, 4007, resumes gone stale), `smolcord sim` serves clients that must cope with Discord |
+//! | REST `User-Agent: DiscordBot (url, version)` | served without one; a warning at the first, `Totals::rest_without_user_agent` | the docs require it, but the refusal is Cloudflare's and undocumented |
+//! | message `flags` on create: only SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, IS_COMPONENTS_V2 | 400 50035 on `flags` for any other bit (`flags: 2`) | the documented settable set |
+//! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
+//! | only the author edits a message's content | 403 50005 | documented error code |
+//! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //!
 //! # Control API
 //!
@@ -67,14 +113,18 @@
 //!   `oversized`, `delay` (`ms`). Applies to every live connection; answers
 //!   `{"applied_to": N}`.
 //! - `POST /control/rest-fault` — `{"kind": "rate_limited" | "forbidden" |
-//!   "server_error" | "unauthorized" | "delay" | "refuse_upload", "count": 1, "retry_after":
-//!   1.0, "global": false, "status": 500, "ms": 1000, "path_prefix":
-//!   "/api/v10/channels"}` (all but `kind` optional, but `delay` needs
-//!   `ms`): the next `count` matching REST requests fail that way (`delay`:
-//!   take effect, but are answered `ms` late). `refuse_upload` (`status`,
-//!   default 500; `scope`: `attachments_field`, the default, for uploads
-//!   whose `payload_json` lists `attachments`, `edits` for a `PATCH` with a
-//!   file, or `any`) refuses only such uploads.
+//!   "server_error" | "unauthorized" | "delay" | "refuse_upload", "count": 1,
+//!   "retry_after": 1.0, "scope": "user" | "shared" | "global", "status":
+//!   500, "ms": 1000, "path_prefix": "/api/v10/channels"}` (all but `kind`
+//!   optional, but `delay` needs `ms`; `"global": true` is the older
+//!   spelling of the global scope): the next `count` matching REST requests
+//!   fail that way (`delay`: take effect, but are answered `ms` late).
+//!   `refuse_upload` (`status`, default 500; `scope`: `attachments_field`,
+//!   the default, for uploads whose `payload_json` lists `attachments`,
+//!   `edits` for a `PATCH` with a file, or `any`) refuses only such uploads.
+//! - `GET /control/identify` — the [`IdentifyPacing`]; `POST
+//!   /control/identify` — `{"enforce": bool, "max_concurrency": n,
+//!   "shards": n}` (each optional) changes it and answers the new one.
 //! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
 //!   `{"seqs": [...]}` (one per session that got it).
 //! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
@@ -86,6 +136,7 @@
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
 
+mod bot_token;
 mod clock;
 mod config;
 mod control;
@@ -95,11 +146,17 @@ mod gateway;
 mod http;
 mod identify;
 mod inject;
+mod members;
+mod message_body;
 mod multipart;
 mod nonces;
 mod objects;
+mod pacing;
+mod payload_checks;
 mod queue;
 mod ratelimit;
+mod ratelimit_headers;
+mod replies;
 mod rest;
 mod server;
 mod session;
@@ -108,10 +165,13 @@ mod stats;
 mod tls;
 mod zlib;
 
-pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_SIM_TOKEN};
+pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
+pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
 pub use inject::VoiceNote;
+pub use members::MAX_GUILD_MEMBERS;
+pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
@@ -247,6 +307,18 @@ impl Simulator {
     /// connections it reached.
     pub fn fault(&self, fault: Fault) -> usize {
         self.shared().fault(fault)
+    }
+
+    /// How identifies are paced now.
+    pub fn identify_pacing(&self) -> IdentifyPacing {
+        self.shared().lock().pacing
+    }
+
+    /// Changes identify pacing from now on (what `POST /control/identify`
+    /// does); the error names a field out of range. A new
+    /// `max_concurrency` starts every bucket afresh.
+    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), String> {
+        self.shared().set_pacing(pacing)
     }
 
     /// Queues a REST fault for the next matching requests.

@@ -229,7 +229,7 @@ pub(crate) fn guild_create(guild: &SimGuild, config: &SimConfig) -> Value {
         "large": false,
         "lazy": true,
         "unavailable": false,
-        "member_count": 2,
+        "member_count": super::members::member_count(config),
         "voice_states": [],
         "members": [],
         "channels": channels,

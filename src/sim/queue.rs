@@ -30,7 +30,7 @@ pub(crate) async fn handle(shared: &Shared, request: &Request) -> Response {
             return fault_response(fault);
         }
         let config = &shared.config;
-        let bucket = shard % config.session_start_limit.max_concurrency.max(1);
+        let bucket = shard % state.pacing.max_concurrency.max(1);
         let now = Instant::now();
         let next = state.queue_next.entry(bucket).or_insert(now);
         let slot = (*next).max(now);

@@ -1,16 +1,23 @@
-//! Discord's REST rate limits, enforced when
-//! [`SimConfig::rest_rate_limit`](super::SimConfig::rest_rate_limit) is set:
-//! per route and channel, `per_route` requests per `window` (fixed windows:
-//! a Discord bucket refills all at once at its reset), and `global_per_second`
-//! requests per second over all routes. Every answer carries the
-//! `X-RateLimit-*` headers a client learns its limits from; a request over a
-//! limit gets 429 with `retry_after`, as Discord answers it.
+//! Discord's REST rate limits, counted for every request: per route and
+//! major parameter (channel, guild or webhook), `per_route` requests per
+//! `window` (fixed windows: a Discord bucket refills all at once at its
+//! reset), and `global_per_second` requests per second over all routes.
+//! Every answer carries the counts in its `X-RateLimit-*` headers (see
+//! [`super::ratelimit_headers`]). With
+//! [`SimConfig::rest_rate_limit`](super::SimConfig::rest_rate_limit) set the
+//! limits are enforced (429 beyond them, as Discord answers); without it the
+//! counts are real but run against [`RestRateLimit::REPORTED`] and nothing
+//! is refused.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Buckets kept before expired ones are dropped (one per route and channel).
 const PRUNE_ABOVE: usize = 1024;
+/// Live buckets kept at most: a client posting to ever new channel ids
+/// within one window cannot grow the book past this; beyond it the counts
+/// start over (a simulator may forget, never grow).
+const MAX_BUCKETS: usize = 8 * PRUNE_ABOVE;
 
 /// The limits the simulator enforces.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +38,16 @@ impl RestRateLimit {
         window: Duration::from_secs(5),
         global_per_second: 50,
     };
+
+    /// What the headers count against when no limits are enforced: 50
+    /// requests a second per route (Discord's global figure), so a client
+    /// that obeys the headers is never held back longer than a second, and
+    /// a test that posts quickly stays quick.
+    pub const REPORTED: RestRateLimit = RestRateLimit {
+        per_route: 50,
+        window: Duration::from_secs(1),
+        global_per_second: 50,
+    };
 }
 
 #[derive(Debug)]
@@ -41,8 +58,9 @@ struct Window {
 
 impl Window {
     /// Takes one request if `limit` allows it in the window of `length`
-    /// (starting a new window when the last one is over).
-    fn take(&mut self, limit: u32, length: Duration, now: Instant) -> bool {
+    /// (starting a new window when the last one is over); with `enforce`
+    /// false it is always taken, and only counted while the limit lasts.
+    fn take(&mut self, limit: u32, length: Duration, now: Instant, enforce: bool) -> bool {
         if now.duration_since(self.started) >= length {
             *self = Window {
                 started: now,
@@ -50,7 +68,7 @@ impl Window {
             };
         }
         if self.used >= limit {
-            return false;
+            return !enforce;
         }
         self.used += 1;
         true
@@ -70,8 +88,20 @@ pub(crate) enum Decision {
         remaining: u32,
         reset_after: Duration,
     },
-    /// 429.
-    Limited { retry_after: Duration, global: bool },
+    /// 429 (only when enforcing); `limit` is the route's, for the headers.
+    Limited {
+        retry_after: Duration,
+        global: bool,
+        limit: u32,
+    },
+}
+
+/// Where a bucket stands, without counting a request.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Standing {
+    pub limit: u32,
+    pub remaining: u32,
+    pub reset_after: Duration,
 }
 
 /// The windows seen so far.
@@ -82,28 +112,34 @@ pub(crate) struct RateBook {
 }
 
 impl RateBook {
-    /// Counts a request to `bucket` (a route) in `major` (a channel).
+    /// Counts a request to `bucket` (a route) in `major` (a channel, guild
+    /// or webhook); `enforce` refuses it beyond the limits.
     pub fn check(
         &mut self,
         limits: &RestRateLimit,
         bucket: &str,
         major: &str,
         now: Instant,
+        enforce: bool,
     ) -> Decision {
         let second = Duration::from_secs(1);
         let global = self.global.get_or_insert(Window {
             started: now,
             used: 0,
         });
-        if !global.take(limits.global_per_second, second, now) {
+        if !global.take(limits.global_per_second, second, now, enforce) {
             return Decision::Limited {
                 retry_after: global.reset_after(second, now),
                 global: true,
+                limit: limits.per_route,
             };
         }
         if self.buckets.len() > PRUNE_ABOVE {
             self.buckets
                 .retain(|_, w| now.duration_since(w.started) < limits.window);
+            if self.buckets.len() > MAX_BUCKETS {
+                self.buckets.clear();
+            }
         }
         let window = self
             .buckets
@@ -112,20 +148,48 @@ impl RateBook {
                 started: now,
                 used: 0,
             });
-        if !window.take(limits.per_route, limits.window, now) {
+        if !window.take(limits.per_route, limits.window, now, enforce) {
             // Over a route's limit: this request did not count globally.
             if let Some(global) = &mut self.global {
-                global.used -= 1;
+                global.used = global.used.saturating_sub(1);
             }
             return Decision::Limited {
                 retry_after: window.reset_after(limits.window, now),
                 global: false,
+                limit: limits.per_route,
             };
         }
         Decision::Allow {
             limit: limits.per_route,
-            remaining: limits.per_route - window.used,
+            remaining: limits.per_route.saturating_sub(window.used),
             reset_after: window.reset_after(limits.window, now),
+        }
+    }
+
+    /// Where `bucket` in `major` stands now (a fresh bucket if unseen or
+    /// past its reset), without counting a request.
+    pub fn standing(
+        &self,
+        limits: &RestRateLimit,
+        bucket: &str,
+        major: &str,
+        now: Instant,
+    ) -> Standing {
+        let live = self
+            .buckets
+            .get(&(bucket.to_owned(), major.to_owned()))
+            .filter(|w| now.duration_since(w.started) < limits.window);
+        match live {
+            Some(window) => Standing {
+                limit: limits.per_route,
+                remaining: limits.per_route.saturating_sub(window.used),
+                reset_after: window.reset_after(limits.window, now),
+            },
+            None => Standing {
+                limit: limits.per_route,
+                remaining: limits.per_route,
+                reset_after: limits.window,
+            },
         }
     }
 }
@@ -144,37 +208,60 @@ mod tests {
         let mut book = RateBook::default();
         let t0 = Instant::now();
         assert!(matches!(
-            book.check(&limits, "post", "1", t0),
+            book.check(&limits, "post", "1", t0, true),
             Decision::Allow { remaining: 1, .. }
         ));
         assert!(matches!(
-            book.check(&limits, "post", "1", t0),
+            book.check(&limits, "post", "1", t0, true),
             Decision::Allow { remaining: 0, .. }
         ));
         assert_eq!(
-            book.check(&limits, "post", "1", t0),
+            book.check(&limits, "post", "1", t0, true),
             Decision::Limited {
                 retry_after: Duration::from_secs(5),
-                global: false
+                global: false,
+                limit: 2,
             }
         );
         // Another channel has its own bucket, but the global limit is 3/s.
         assert!(matches!(
-            book.check(&limits, "post", "2", t0),
+            book.check(&limits, "post", "2", t0, true),
             Decision::Allow { .. }
         ));
         assert!(matches!(
-            book.check(&limits, "post", "2", t0),
+            book.check(&limits, "post", "2", t0, true),
             Decision::Limited { global: true, .. }
         ));
         let t1 = t0 + Duration::from_secs(1);
         assert!(matches!(
-            book.check(&limits, "post", "2", t1),
+            book.check(&limits, "post", "2", t1, true),
             Decision::Allow { remaining: 0, .. }
         ));
         assert!(matches!(
-            book.check(&limits, "post", "1", t0 + Duration::from_secs(5)),
+            book.check(&limits, "post", "1", t0 + Duration::from_secs(5), true),
             Decision::Allow { remaining: 1, .. }
         ));
+    }
+
+    #[test]
+    fn unenforced_counts_down_and_never_refuses() {
+        let limits = RestRateLimit {
+            per_route: 3,
+            window: Duration::from_secs(1),
+            global_per_second: 2,
+        };
+        let mut book = RateBook::default();
+        let t0 = Instant::now();
+        let remaining: Vec<u32> = (0..5)
+            .map(|_| match book.check(&limits, "post", "1", t0, false) {
+                Decision::Allow { remaining, .. } => remaining,
+                other => panic!("refused while not enforcing: {other:?}"),
+            })
+            .collect();
+        assert_eq!(remaining, [2, 1, 0, 0, 0]);
+        assert_eq!(book.standing(&limits, "post", "1", t0).remaining, 0);
+        assert_eq!(book.standing(&limits, "post", "9", t0).remaining, 3);
+        let later = t0 + Duration::from_secs(1);
+        assert_eq!(book.standing(&limits, "post", "1", later).remaining, 3);
     }
 }

@@ -14,8 +14,10 @@ use super::http::{Request, Response};
 use super::multipart::{self, Part};
 use super::nonces::{Original, NONCE_MAX_CHARS};
 use super::objects::{self, MessagePlace};
-use super::ratelimit::Decision;
+use super::ratelimit::{Decision, RestRateLimit, Standing};
+use super::ratelimit_headers::{route_bucket, too_many, with_counts, RouteBucket, Scope};
 use super::state::{Shared, State, StoredFile};
+use super::{message_body, replies};
 use crate::protocol::Snowflake;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -134,6 +136,9 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     let now = Instant::now();
     let body = read_body(request);
     let mut state = shared.lock();
+    if request.header("user-agent").is_none_or(str::is_empty) {
+        note_no_user_agent(&mut state, request);
+    }
     let response = match &body {
         Ok(body) => respond(shared, &mut state, request, body),
         Err(response) => Response {
@@ -169,6 +174,20 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     );
     state.record_rest(record);
     response
+}
+
+/// Counts a request without `User-Agent`, warning at the first.
+fn note_no_user_agent(state: &mut State, request: &Request) {
+    let totals = &mut state.stats.totals;
+    totals.rest_without_user_agent += 1;
+    if totals.rest_without_user_agent == 1 {
+        log::warn!(
+            "sim: REST {} {} has no User-Agent (Discord asks for `DiscordBot (url, version)`); \
+             served, and counted in totals.rest_without_user_agent",
+            request.method,
+            request.path
+        );
+    }
 }
 
 /// How long to hold back the answer to `request` (a `Delay` REST fault
@@ -215,12 +234,36 @@ fn take_matching(
     Some(kind)
 }
 
+/// The answer a REST fault makes outside `/api/` (the identify queue):
+/// no route, so a 429 carries no bucket headers of its own.
 pub(crate) fn fault_response(kind: RestFaultKind) -> Response {
+    let none = RouteBucket {
+        bucket: String::new(),
+        major: String::new(),
+        channel: false,
+    };
+    let counts = Standing {
+        limit: 1,
+        remaining: 0,
+        reset_after: Duration::ZERO,
+    };
+    fault_answer(kind, &none, &counts)
+}
+
+/// The answer a REST fault makes for a request to `route` whose bucket
+/// stands at `counts`.
+fn fault_answer(kind: RestFaultKind, route: &RouteBucket, counts: &Standing) -> Response {
     match kind {
         RestFaultKind::RateLimited {
             retry_after,
             global,
-        } => rate_limited(retry_after, global, 5, SHARED_BUCKET),
+        } => {
+            let scope = if global { Scope::Global } else { Scope::User };
+            too_many(scope, retry_after, route, counts)
+        }
+        RestFaultKind::SharedRateLimited { retry_after } => {
+            too_many(Scope::Shared, retry_after, route, counts)
+        }
         RestFaultKind::Forbidden => error(403, 50007, "Cannot send messages to this user"),
         RestFaultKind::ServerError(status) => error(status, 0, &format!("{status}: Server Error")),
         RestFaultKind::Unauthorized => error(401, 0, "401: Unauthorized"),
@@ -232,71 +275,11 @@ pub(crate) fn fault_response(kind: RestFaultKind) -> Response {
     }
 }
 
-/// The bucket every route names when no limits are enforced.
-const SHARED_BUCKET: &str = "smolcord-sim-bucket";
-
-/// A 429 as Discord sends it: JSON body, `Retry-After`, `X-RateLimit-*`.
-fn rate_limited(retry_after: f64, global: bool, limit: u32, bucket: &str) -> Response {
-    let reset = objects::unix_ms() as f64 / 1000.0 + retry_after;
-    let mut response = Response::json(
-        429,
-        &json!({
-            "message": "You are being rate limited.",
-            "retry_after": retry_after,
-            "global": global,
-        }),
-    )
-    .with_header("Retry-After", format!("{}", retry_after.ceil() as u64))
-    .with_header("X-RateLimit-Limit", limit.to_string())
-    .with_header("X-RateLimit-Remaining", "0")
-    .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
-    .with_header("X-RateLimit-Reset-After", format!("{retry_after:.3}"))
-    .with_header("X-RateLimit-Bucket", bucket)
-    .with_header("X-RateLimit-Scope", if global { "global" } else { "user" });
-    if global {
-        response = response.with_header("X-RateLimit-Global", "true");
-    }
-    response
-}
-
-/// The rate-limit headers Discord puts on every answer.
-fn with_bucket_headers(
-    response: Response,
-    limit: u32,
-    remaining: u32,
-    reset_after: Duration,
-    bucket: &str,
-) -> Response {
-    let reset_after = reset_after.as_secs_f64();
-    let reset = objects::unix_ms() as f64 / 1000.0 + reset_after;
-    response
-        .with_header("X-RateLimit-Limit", limit.to_string())
-        .with_header("X-RateLimit-Remaining", remaining.to_string())
-        .with_header("X-RateLimit-Reset", format!("{reset:.3}"))
-        .with_header("X-RateLimit-Reset-After", format!("{reset_after:.3}"))
-        .with_header("X-RateLimit-Bucket", bucket)
-}
-
-/// The bucket a request counts against and its major parameter (the
-/// channel), named like Discord's opaque bucket ids: one per route.
-fn bucket_of(method: &str, segments: &[&str]) -> (String, String) {
-    match segments {
-        ["channels", channel, rest @ ..] => {
-            let route = match rest {
-                ["messages"] => "messages",
-                ["messages", _] => "message",
-                ["typing"] => "typing",
-                _ => "channel",
-            };
-            (
-                format!("sim-{}-{route}", method.to_ascii_lowercase()),
-                (*channel).to_owned(),
-            )
-        }
-        _ => (
-            format!("sim-{}-{}", method.to_ascii_lowercase(), segments.join("-")),
-            String::new(),
-        ),
+/// The limits the headers count against (enforced or only reported).
+fn counted_limits(shared: &Shared) -> (RestRateLimit, bool) {
+    match shared.config.rest_rate_limit {
+        Some(limits) => (limits, true),
+        None => (RestRateLimit::REPORTED, false),
     }
 }
 
@@ -318,23 +301,31 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             .is_some_and(|j| j.get("attachments").is_some_and(Value::is_array)),
         edit: request.method == "PATCH",
     };
+    let route = request
+        .path
+        .strip_prefix("/api/v10/")
+        .or_else(|| request.path.strip_prefix("/api/v9/"));
+    let segments: Vec<&str> = route
+        .map(|r| r.trim_end_matches('/').split('/').collect())
+        .unwrap_or_default();
+    let method = request.method.as_str();
+    let bucket = route_bucket(method, &segments);
+    let (limits, enforce) = counted_limits(shared);
     if let Some(kind) = take_matching(state, &request.path, false, shape) {
         log::info!(
             "sim: REST fault {kind:?} on {} {}",
             request.method,
             request.path
         );
-        return fault_response(kind);
+        let counts =
+            state
+                .rate_book
+                .standing(&limits, &bucket.bucket, &bucket.major, Instant::now());
+        return fault_answer(kind, &bucket, &counts);
     }
-    let route = request
-        .path
-        .strip_prefix("/api/v10/")
-        .or_else(|| request.path.strip_prefix("/api/v9/"));
-    let Some(route) = route else {
+    if route.is_none() {
         return not_found();
-    };
-    let segments: Vec<&str> = route.trim_end_matches('/').split('/').collect();
-    let method = request.method.as_str();
+    }
     if let (["gateway"], "GET") = (segments.as_slice(), method) {
         return Response::json(200, &json!({"url": shared.gateway_url()}));
     }
@@ -342,31 +333,34 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         return error(401, 0, "401: Unauthorized");
     }
     let config = &shared.config;
-    let (limit, remaining, reset_after, bucket) = match &config.rest_rate_limit {
-        None => (5, 4, Duration::from_secs(1), SHARED_BUCKET.to_owned()),
-        Some(limits) => {
-            let (bucket, major) = bucket_of(method, &segments);
-            match state
-                .rate_book
-                .check(limits, &bucket, &major, Instant::now())
-            {
-                Decision::Allow {
-                    limit,
-                    remaining,
-                    reset_after,
-                } => (limit, remaining, reset_after, bucket),
-                Decision::Limited {
-                    retry_after,
-                    global,
-                } => {
-                    return rate_limited(
-                        retry_after.as_secs_f64(),
-                        global,
-                        limits.per_route,
-                        &bucket,
-                    )
-                }
-            }
+    let counts = match state.rate_book.check(
+        &limits,
+        &bucket.bucket,
+        &bucket.major,
+        Instant::now(),
+        enforce,
+    ) {
+        Decision::Allow {
+            limit,
+            remaining,
+            reset_after,
+        } => Standing {
+            limit,
+            remaining,
+            reset_after,
+        },
+        Decision::Limited {
+            retry_after,
+            global,
+            limit,
+        } => {
+            let scope = if global { Scope::Global } else { Scope::User };
+            let counts = Standing {
+                limit,
+                remaining: 0,
+                reset_after: retry_after,
+            };
+            return too_many(scope, retry_after.as_secs_f64(), &bucket, &counts);
         }
     };
     let response = match (segments.as_slice(), method) {
@@ -376,12 +370,12 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 200,
                 &json!({
                     "url": shared.gateway_url(),
-                    "shards": config.required_shards.unwrap_or(config.recommended_shards),
+                    "shards": config.required_shards.unwrap_or(state.pacing.shards),
                     "session_start_limit": {
                         "total": limit.total,
                         "remaining": state.start_remaining,
                         "reset_after": limit.reset_after.as_millis() as u64,
-                        "max_concurrency": limit.max_concurrency,
+                        "max_concurrency": state.pacing.max_concurrency,
                     },
                 }),
             )
@@ -419,7 +413,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         ) => error(405, 0, "405: Method Not Allowed"),
         _ => not_found(),
     };
-    with_bucket_headers(response, limit, remaining, reset_after, &bucket)
+    with_counts(response, &counts, &bucket.bucket)
 }
 
 fn parse_id(text: &str) -> Option<u64> {
@@ -547,6 +541,15 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
         Ok(content) => content.unwrap_or_default(),
         Err(response) => return response,
     };
+    if let Err(response) = message_body::check(&json, true) {
+        return response;
+    }
+    let reply = match replies::resolve(&json, channel_id, guild_id, |channel, id| {
+        stored_message(state, channel, id)
+    }) {
+        Ok(reply) => reply,
+        Err(response) => return response,
+    };
     let has_something = !content.is_empty()
         || !body.files.is_empty()
         || ["embeds", "sticker_ids", "components", "attachments"]
@@ -610,14 +613,12 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
             object[field] = value.clone();
         }
     }
-    if let Some(reference) = json.get("message_reference").filter(|v| v.is_object()) {
-        let mut reference = reference.clone();
-        if reference.get("channel_id").is_none() {
-            reference["channel_id"] = json!(channel_id.to_string());
+    if let Some(reply) = reply {
+        object["message_reference"] = reply.reference;
+        if let Some(referenced) = reply.referenced {
+            object["referenced_message"] = referenced;
+            object["type"] = json!(19);
         }
-        object["message_reference"] = reference;
-        object["referenced_message"] = Value::Null;
-        object["type"] = json!(19);
     }
     state
         .dir
@@ -669,6 +670,18 @@ fn enforced_nonce(json: &Value) -> Result<Option<String>, Response> {
     Ok(enforced.then_some(nonce))
 }
 
+/// A message a reply may reference (`replies::resolve`'s lookup).
+fn stored_message(state: &State, channel_id: u64, message_id: u64) -> Option<Value> {
+    let message_id = Snowflake::new(message_id);
+    state
+        .dir
+        .messages
+        .get(&channel_id)?
+        .iter()
+        .find(|m| m.id == message_id)
+        .map(|m| m.object.clone())
+}
+
 fn find_message<'a>(
     state: &'a mut State,
     channel: &str,
@@ -696,6 +709,9 @@ fn edit_message(
         Ok(content) => content,
         Err(response) => return response,
     };
+    if let Err(response) = message_body::check(&json, false) {
+        return response;
+    }
     if let Err(response) = check_files(body) {
         return response;
     }

@@ -5,7 +5,7 @@
 use super::http::{HttpConn, Response};
 use super::state::Shared;
 use super::tls::SimStream;
-use super::{control, gateway, queue, rest};
+use super::{control, gateway, queue, ratelimit_headers, rest};
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
 use serde_json::json;
@@ -113,7 +113,8 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
         let path = request.path.as_str();
         let response = if path.starts_with("/api/") {
             let delay = rest::take_delay(&shared, &request);
-            let response = rest::handle(&shared, &request);
+            let (name, value) = ratelimit_headers::VIA;
+            let response = rest::handle(&shared, &request).with_header(name, value);
             if let Some(delay) = delay {
                 // Taken effect already: a late (or, if the client gives up
                 // first, a lost) answer.

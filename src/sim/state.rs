@@ -122,6 +122,11 @@ pub(crate) struct State {
     /// The identify queue stand-in: when each bucket's next turn is.
     pub(crate) queue_next: HashMap<u32, Instant>,
     pub(crate) rate_book: super::ratelimit::RateBook,
+    /// When each guild's member list was last asked for whole (op 8); one
+    /// entry per known guild at most.
+    pub(crate) all_member_requests: HashMap<u64, Instant>,
+    /// Identify pacing as it stands (the config's, or the control API's).
+    pub(crate) pacing: super::pacing::IdentifyPacing,
 }
 
 /// Everything the simulator's parts share.
@@ -158,6 +163,8 @@ impl Shared {
             last_identify: HashMap::new(),
             queue_next: HashMap::new(),
             rate_book: Default::default(),
+            all_member_requests: HashMap::new(),
+            pacing: super::pacing::IdentifyPacing::from_config(&config),
         };
         Shared {
             config,
@@ -213,6 +220,18 @@ impl Shared {
             .values()
             .filter(|entry| entry.cmd.try_send(ConnCmd::Fault(fault.clone())).is_ok())
             .count()
+    }
+
+    pub(crate) fn set_pacing(&self, pacing: super::pacing::IdentifyPacing) -> Result<(), String> {
+        pacing.check()?;
+        let mut state = self.lock();
+        if pacing.max_concurrency != state.pacing.max_concurrency {
+            state.last_identify.clear();
+            state.queue_next.clear();
+        }
+        log::info!("sim: identify pacing now {pacing:?}");
+        state.pacing = pacing;
+        Ok(())
     }
 
     pub(crate) fn rest_fault(&self, fault: RestFault) {

@@ -68,6 +68,15 @@ pub struct Totals {
     /// Messages not created again because their `nonce` was seen within
     /// the window (`enforce_nonce`): the original was returned instead.
     pub duplicates_prevented: u64,
+    /// Heartbeats whose `d` is a sequence number the session never sent
+    /// (acknowledged all the same; a client bug Discord does not refuse).
+    pub heartbeats_with_unsent_seq: u64,
+    /// Gateway connections without `v` in the URL (served as v10; Discord
+    /// would serve its default version).
+    pub connections_without_version: u64,
+    /// REST requests without a `User-Agent` (served; Discord asks for
+    /// `DiscordBot (url, version)` and its edge may refuse them).
+    pub rest_without_user_agent: u64,
 }
 
 /// How a connection ended.

@@ -353,7 +353,11 @@ pub struct Http {
 
 impl Http {
     pub async fn connect(sim: &Simulator) -> Http {
-        let stream = within("TCP connect", TcpStream::connect(sim.local_addr()))
+        Http::connect_addr(sim.local_addr()).await
+    }
+
+    pub async fn connect_addr(addr: SocketAddr) -> Http {
+        let stream = within("TCP connect", TcpStream::connect(addr))
             .await
             .expect("connect");
         Http {
@@ -377,11 +381,23 @@ impl Http {
         auth: bool,
         json: Option<&Value>,
     ) -> Reply {
+        let token = auth.then_some(DEFAULT_SIM_TOKEN);
+        self.request_as(token, method, path, json).await
+    }
+
+    /// Sends a request with `Authorization: Bot <token>` if `token` is set.
+    pub async fn request_as(
+        &mut self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        json: Option<&Value>,
+    ) -> Reply {
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: sim\r\nUser-Agent: DiscordBot (test, 1)\r\n"
         );
-        if auth {
-            head.push_str(&format!("Authorization: Bot {DEFAULT_SIM_TOKEN}\r\n"));
+        if let Some(token) = token {
+            head.push_str(&format!("Authorization: Bot {token}\r\n"));
         }
         let body = json.map(|j| j.to_string()).unwrap_or_default();
         if json.is_some() {

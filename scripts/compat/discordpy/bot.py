@@ -2,13 +2,14 @@
 
 It points discord.py at the simulator (REST base and default gateway), and
 then: waits for READY, injects a DM through the control API, answers that
-DM with `channel.send`, then receives a voice-note DM (flags, audio
-attachment, duration, waveform) and a guild message (in a channel from
-GUILD_CREATE), asks the simulator for an op 7 Reconnect and waits for the
-resumed session (RESUMED), and stays connected until the simulator has
-counted `--beats` heartbeats on the session's live connection. Every wait is bounded. Writes
-`{"channel_id", "reply"}` to `--result` for the checker; exit 1 on any
-failure.
+DM with `channel.send` (through an injected route 429), then receives a
+voice-note DM (flags, audio attachment, duration, waveform) and a guild
+message (in a channel from GUILD_CREATE), answers that in the guild
+(through an injected global 429), asks the simulator for an op 7
+Reconnect and waits for the resumed session (RESUMED), and stays connected
+until the simulator has counted `--beats` heartbeats on the session's live
+connection. Every wait is bounded. Writes `{"channel_id", "reply"}` to
+`--result` for the checker; exit 1 on any failure.
 """
 
 import argparse
@@ -25,6 +26,9 @@ import discord.http
 import yarl
 
 log = logging.getLogger("compat.discordpy")
+
+# What the bot posts in the guild channel (after a global 429).
+GUILD_ANSWER = "hello bob"
 
 
 class Bot(discord.Client):
@@ -74,6 +78,15 @@ class Bot(discord.Client):
             await self.voice_note(message)
         elif message.guild is not None and message.author.name == "compat-bob":
             log.info("got the guild message in #%s of %s", message.channel, message.guild)
+            # A global 429 on the answer: every route waits, then it goes.
+            if await self.control("/rest-fault", {"kind": "rate_limited", "scope": "global",
+                                                  "retry_after": 0.3}) is None:
+                return
+            try:
+                await message.channel.send(GUILD_ANSWER)
+            except discord.HTTPException as err:
+                return self.finish(f"guild answer after a global 429 failed: {err}")
+            log.info("answered in the guild after a global 429")
             await self.control("/fault", {"kind": "reconnect"})
             log.info("asked the simulator for op 7")
         else:
@@ -85,6 +98,12 @@ class Bot(discord.Client):
 
     async def answer_dm(self, message):
         log.info("got the DM from %s in %s", message.author, message.channel.id)
+        # The reply meets a route 429 first: discord.py must wait
+        # `retry_after` and send it again (it raises on a 429 without `Via`).
+        path = f"/api/v10/channels/{message.channel.id}/messages"
+        if await self.control("/rest-fault", {"kind": "rate_limited", "scope": "user",
+                                              "retry_after": 0.3, "path_prefix": path}) is None:
+            return
         try:
             sent = await message.channel.send(self.reply)
         except discord.HTTPException as err:

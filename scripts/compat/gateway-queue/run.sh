@@ -72,7 +72,7 @@ for _ in $(seq 300); do
     (exec 3<>"/dev/tcp/${SIM_ADDR%:*}/${SIM_ADDR#*:}") 2>/dev/null && break
     sleep 0.1
 done
-DISCORD_TOKEN=smolcord-sim-token DISCORD_API_HOST="$SIM_ADDR" HOST=127.0.0.1 PORT="$QUEUE_PORT" \
+DISCORD_TOKEN=MTEwMDAwMDAwMDAwMDAwMDAwMQ.HDdKgA.c21vbGNvcmQtc2ltdWxhdG9yLW5vLXNlY3JldA DISCORD_API_HOST="$SIM_ADDR" HOST=127.0.0.1 PORT="$QUEUE_PORT" \
     "$QUEUE" >"$LOG" 2>&1 &
 QUEUE_PID=$!
 wait "$BENCH_PID"

@@ -10,7 +10,7 @@
 //! and /proc.
 //!
 //! ```text
-//! DISCORD_TOKEN=smolcord-sim-token twilight-shards --gateway ws://127.0.0.1:PORT --shards 0-15/16 --concurrency 4
+//! DISCORD_TOKEN=MTEwMDAwMDAwMDAwMDAwMDAwMQ.HDdKgA.c21vbGNvcmQtc2ltdWxhdG9yLW5vLXNlY3JldA twilight-shards --gateway ws://127.0.0.1:PORT --shards 0-15/16 --concurrency 4
 //! ```
 
 use std::process::ExitCode;
