@@ -130,7 +130,15 @@ fn main() {
     };
     if let Some(url) = args.shard_client {
         env_logger::init();
-        if let Err(err) = shard_client::run(url, args.events, args.compress) {
+        if let Err(err) = shard_client::run(
+            url,
+            args.events,
+            if args.compress {
+                smolcord::shard::Compression::Zlib
+            } else {
+                smolcord::shard::Compression::None
+            },
+        ) {
             eprintln!("flood_bench shard client: {err}");
             std::process::exit(1);
         }

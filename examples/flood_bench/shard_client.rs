@@ -6,11 +6,11 @@
 
 use crate::tally::Tally;
 use smolcord::protocol::{Intents, Message};
-use smolcord::shard::{Shard, ShardConfig, ShardEvent};
+use smolcord::shard::{Compression, Shard, ShardConfig, ShardEvent};
 use smolcord::token::Token;
 use std::io::Write;
 
-pub fn run(gateway_url: String, events: u64, compress: bool) -> Result<(), String> {
+pub fn run(gateway_url: String, events: u64, compress: Compression) -> Result<(), String> {
     let token = Token::new("flood-bench-token").ok_or("blank token")?;
     let mut config = ShardConfig::new(token, Intents::DIRECT_MESSAGES);
     config.gateway_url = Some(gateway_url);

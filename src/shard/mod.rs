@@ -37,6 +37,8 @@ pub use identify_queue::{IdentifyPermit, IdentifyQueue, LocalIdentifyQueue, Remo
 pub use queue::QueueLimits;
 pub use session::{Session, SessionState};
 pub use set::{ShardRange, ShardSet, ShardSetHandle};
+/// Transport compression, re-exported for [`ShardConfig::compress`].
+pub use crate::transport::Compression;
 
 use crate::heartbeat::{Account, BeatRecord};
 use crate::protocol::{CloseCode, Command, DecodeError, Frame, Intents, PresenceUpdate, User};
@@ -79,8 +81,8 @@ pub struct ShardConfig {
     pub gateway_url: Option<String>,
     /// Source of `GET /gateway/bot` (URL and identify budget), if any.
     pub gateway_info: Option<GatewayInfoSource>,
-    /// Ask for zlib-stream transport compression.
-    pub compress: bool,
+    /// Transport compression to ask for.
+    pub compress: Compression,
     /// Identify's `large_threshold`.
     pub large_threshold: Option<u8>,
     /// Presence set in Identify and after READY/RESUMED.
@@ -151,7 +153,7 @@ impl ShardConfig {
             shard: [0, 1],
             gateway_url: None,
             gateway_info: None,
-            compress: false,
+            compress: Compression::None,
             large_threshold: None,
             presence: PresenceUpdate::online(),
             state: SessionState::default(),
