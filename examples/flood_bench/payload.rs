@@ -1,5 +1,6 @@
 //! What the flood server says, as WebSocket frames: Hello, READY, heartbeat
-//! ACKs and MESSAGE_CREATE dispatches, in plain text or zlib-stream.
+//! ACKs and MESSAGE_CREATE dispatches, in plain text, zlib-stream or
+//! zstd-stream.
 //!
 //! The objects carry the field set of `src/sim/objects.rs`, which
 //! twilight-model deserializes strictly (`tests/sim_compat.rs`). The flood's
@@ -22,9 +23,19 @@
 //! between messages, so frames are larger than Discord's and inflate more
 //! literals (both clients inflate the same bytes). [`self_check`] inflates
 //! such a stream with one fresh context before any benchmark runs.
+//!
+//! zstd-stream is compressed at line rate, as Discord does: one zstd
+//! context per connection (level 1, the fastest of the normal levels, so
+//! the server keeps ahead), each message flushed (`ZSTD_e_flush`) and the
+//! frame never ended, so the window spans messages and an event after the
+//! first costs a few dozen bytes. [`self_check`] reads that stream with
+//! smolcord's decoder too.
 
 use crate::ws::{self, push_frame, push_header, OP_BINARY, OP_TEXT};
+use crate::compression::Wire;
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use zstd_safe::zstd_sys::ZSTD_EndDirective;
+use zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
 
 /// The bot's own user id (READY).
 const BOT_ID: u64 = 1_100_000_000_000_000_001;
@@ -188,16 +199,56 @@ struct Zlib {
     tail: Vec<u8>,
 }
 
+/// A connection's zstd-stream: the context and a reused scratch buffer.
+struct Zstd {
+    context: CCtx<'static>,
+    scratch: Vec<u8>,
+}
+
+impl Zstd {
+    fn new() -> Zstd {
+        let mut context = CCtx::create();
+        context
+            .set_parameter(CParameter::CompressionLevel(1))
+            .expect("zstd level 1");
+        Zstd {
+            context,
+            scratch: Vec::with_capacity(4096),
+        }
+    }
+
+    /// One message, flushed, the frame left open: appended to `out`.
+    fn compress(&mut self, message: &[u8], out: &mut Vec<u8>) {
+        let mut input = InBuffer::around(message);
+        loop {
+            if out.capacity() - out.len() < 256 {
+                out.reserve(out.capacity().max(1024));
+            }
+            let pos = out.len();
+            let mut output = OutBuffer::around_pos(out, pos);
+            let left = self
+                .context
+                .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
+                .expect("zstd into memory");
+            if left == 0 {
+                return;
+            }
+        }
+    }
+}
+
 /// Turns gateway messages into frames for one connection.
 pub struct Encoder {
     plain: [Vec<u8>; 3],
     zlib: Option<Zlib>,
+    zstd: Option<Zstd>,
 }
 
 impl Encoder {
-    pub fn new(zlib: bool) -> Encoder {
+    pub fn new(wire: Wire) -> Encoder {
         let plain = event_parts();
-        let zlib = zlib.then(|| {
+        let zstd = (wire == Wire::Zstd).then(Zstd::new);
+        let zlib = (wire == Wire::Zlib).then(|| {
             let mut compress = Compress::new(Compression::default(), true);
             let header = Some(full_flush(&mut compress, b""));
             let tail = full_flush(&mut compress, &plain[2]);
@@ -207,11 +258,19 @@ impl Encoder {
                 tail,
             }
         });
-        Encoder { plain, zlib }
+        Encoder { plain, zlib, zstd }
     }
 
-    /// Appends one message as a frame (compressed now, if zlib).
+    /// Appends one message as a frame (compressed now, if compressed).
     pub fn push_text(&mut self, buf: &mut Vec<u8>, text: &str) {
+        if let Some(zstd) = &mut self.zstd {
+            let mut payload = std::mem::take(&mut zstd.scratch);
+            payload.clear();
+            zstd.compress(text.as_bytes(), &mut payload);
+            push_frame(buf, OP_BINARY, &payload);
+            zstd.scratch = payload;
+            return;
+        }
         match &mut self.zlib {
             None => push_frame(buf, OP_TEXT, text.as_bytes()),
             Some(zlib) => {
@@ -230,6 +289,22 @@ impl Encoder {
         let id_text = decimal(MESSAGE_ID_BASE + seq, &mut id_digits);
         let [head, middle, tail] = &self.plain;
         let start = head.len() + seq_text.len() + middle.len() + id_text.len();
+        if let Some(zstd) = &mut self.zstd {
+            // The event's text, then its compressed bytes after it in the
+            // same scratch buffer (no allocation per event).
+            let mut scratch = std::mem::take(&mut zstd.scratch);
+            scratch.clear();
+            for part in [head, seq_text, middle, id_text, tail] {
+                scratch.extend_from_slice(part);
+            }
+            let text_len = scratch.len();
+            let mut compressed = scratch.split_off(text_len);
+            zstd.compress(&scratch, &mut compressed);
+            push_frame(buf, OP_BINARY, &compressed);
+            scratch.clear();
+            zstd.scratch = scratch;
+            return;
+        }
         match &mut self.zlib {
             None => {
                 push_header(buf, true, OP_TEXT, start + tail.len());
@@ -269,7 +344,9 @@ impl Encoder {
 /// client.
 pub fn self_check() -> Result<(), String> {
     let ready_text = ready("ws://127.0.0.1:1");
-    let mut zlib = Encoder::new(true);
+    let mut zlib = Encoder::new(Wire::Zlib);
+    let mut zstd = Encoder::new(Wire::Zstd);
+    let mut zstd_frames = Vec::new();
     let mut frames = Vec::new();
     let mut expected = Vec::new();
     for (text, seq) in [
@@ -285,9 +362,10 @@ pub fn self_check() -> Result<(), String> {
         match seq {
             Some(seq) => {
                 zlib.push_event(&mut frames, seq);
+                zstd.push_event(&mut zstd_frames, seq);
                 // The plain encoder's frame must carry the same text.
                 let mut plain = Vec::new();
-                Encoder::new(false).push_event(&mut plain, seq);
+                Encoder::new(Wire::Plain).push_event(&mut plain, seq);
                 let frame =
                     ws::read_frame(&mut &plain[..], usize::MAX).map_err(|e| e.to_string())?;
                 if frame.payload != text.as_bytes() {
@@ -298,7 +376,10 @@ pub fn self_check() -> Result<(), String> {
                 serde_json::from_value::<smolcord::protocol::Message>(value["d"].clone())
                     .map_err(|e| format!("event {seq} is not a smolcord Message: {e}"))?;
             }
-            None => zlib.push_text(&mut frames, &text),
+            None => {
+                zlib.push_text(&mut frames, &text);
+                zstd.push_text(&mut zstd_frames, &text);
+            }
         }
         expected.push(text);
     }
@@ -316,6 +397,17 @@ pub fn self_check() -> Result<(), String> {
             .map_err(|e| format!("zlib frame {i} does not inflate: {e}"))?;
         if inflater.total_in() - before != frame.payload.len() as u64 || out != text.as_bytes() {
             return Err(format!("zlib frame {i} inflates to something else"));
+        }
+    }
+    let mut unzstd = smolcord::transport::ZstdInflater::new();
+    let mut reader = &zstd_frames[..];
+    for (i, text) in expected.iter().enumerate() {
+        let frame = ws::read_frame(&mut reader, usize::MAX).map_err(|e| e.to_string())?;
+        let got = unzstd
+            .push(&frame.payload)
+            .map_err(|e| format!("zstd frame {i}: {e}"))?;
+        if got != *text {
+            return Err(format!("zstd frame {i} decompresses to something else"));
         }
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! `flood_bench --shard-client URL --events N [--compress]`: smolcord's
+//! `flood_bench --shard-client URL --events N [--compress plain|zlib|zstd]`: smolcord's
 //! shard alone as the child under test. It decodes every MESSAGE_CREATE
 //! into `smolcord::protocol::Message`, as a real consumer would, checks the
 //! sequence numbers, prints the summary line after N of them, and keeps
