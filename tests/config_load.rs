@@ -240,7 +240,11 @@ fn compress_takes_a_bool_or_the_stream_name() {
         assert_eq!(config.compress, expected, "{value}");
     }
     for value in ["\"yes\"", "\"zstd-stream\"", "1", "null"] {
-        let path = write(dir.path(), "c.json", &format!("{{\n  \"compress\": {value}\n}}"));
+        let path = write(
+            dir.path(),
+            "c.json",
+            &format!("{{\n  \"compress\": {value}\n}}"),
+        );
         let text = load(Some(&path), &env).unwrap_err().to_string();
         assert!(text.contains("key `compress`"), "{value}: {text}");
         assert!(

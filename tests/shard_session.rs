@@ -282,7 +282,9 @@ fn compression_works_end_to_end(compression: Compression, query: &str) {
             .await
             .unwrap();
         // A message larger than one zlib/zstd block, repetitive and not.
-        let big: String = (0..40_000).map(|i| format!("{} ", i * 7919 % 1000)).collect();
+        let big: String = (0..40_000)
+            .map(|i| format!("{} ", i * 7919 % 1000))
+            .collect();
         sim.send_dm(42, "alice", &big);
         assert_eq!(collect_messages(&handle, 1).await, [big]);
         assert_eq!(sim.fault(Fault::Reconnect), 1);

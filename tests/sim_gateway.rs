@@ -385,7 +385,10 @@ fn zstd_stream_one_context_per_connection_one_message_per_frame() {
             .push(&client.binary_frames[1])
             .is_err());
         // An independent decoder reads the same text from the same bytes.
-        assert_eq!(ruzstd_reads(&client.binary_frames), client.binary_texts.concat());
+        assert_eq!(
+            ruzstd_reads(&client.binary_frames),
+            client.binary_texts.concat()
+        );
         // A second connection starts its own context.
         let mut other = Client::connect(&sim, "/?v=10&compress=zstd-stream").await;
         other.expect_hello().await;

@@ -31,8 +31,8 @@
 //! first costs a few dozen bytes. [`self_check`] reads that stream with
 //! smolcord's decoder too.
 
-use crate::ws::{self, push_frame, push_header, OP_BINARY, OP_TEXT};
 use crate::compression::Wire;
+use crate::ws::{self, push_frame, push_header, OP_BINARY, OP_TEXT};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use zstd_safe::zstd_sys::ZSTD_EndDirective;
 use zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};

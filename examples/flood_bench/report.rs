@@ -373,7 +373,10 @@ impl Results {
                 " µs",
             );
             pair_row(
-                format!("{}: bytes per event on the wire, plain / zlib / zstd", case.name()),
+                format!(
+                    "{}: bytes per event on the wire, plain / zlib / zstd",
+                    case.name()
+                ),
                 *case,
                 wire_bytes,
                 &|v| format!("{v:.0}"),
@@ -444,7 +447,9 @@ impl Results {
             });
             let secs = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.2}"));
             for name in &names {
-                let r = self.median(name, *case, Wire::Plain, rss).map_or("—".into(), mib);
+                let r = self
+                    .median(name, *case, Wire::Plain, rss)
+                    .map_or("—".into(), mib);
                 if stops {
                     let d = secs(self.median(name, *case, Wire::Plain, dropped));
                     let b = secs(self.median(name, *case, Wire::Plain, back));

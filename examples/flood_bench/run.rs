@@ -220,8 +220,7 @@ fn command(
         Client::Bridge(exe) => {
             // The owner is someone else, so the end marker's stranger gets
             // a pairing code.
-            let config =
-                serde_json::json!({"owner_id": "900000000000000042", "compress": wire.config_value()});
+            let config = serde_json::json!({"owner_id": "900000000000000042", "compress": wire.config_value()});
             let path = state.join("config.json");
             std::fs::write(&path, config.to_string())
                 .map_err(|e| format!("{}: {e}", path.display()))?;

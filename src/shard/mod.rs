@@ -30,6 +30,8 @@ pub mod ratelimit;
 pub mod session;
 mod set;
 
+/// Transport compression, re-exported for [`ShardConfig::compress`].
+pub use crate::transport::Compression;
 pub use backoff::Backoff;
 pub use history::{EndReason, SessionHistory, StartKind};
 pub use identify_budget::{IdentifyBudget, SessionStartLimit};
@@ -37,8 +39,6 @@ pub use identify_queue::{IdentifyPermit, IdentifyQueue, LocalIdentifyQueue, Remo
 pub use queue::QueueLimits;
 pub use session::{Session, SessionState};
 pub use set::{ShardRange, ShardSet, ShardSetHandle};
-/// Transport compression, re-exported for [`ShardConfig::compress`].
-pub use crate::transport::Compression;
 
 use crate::heartbeat::{Account, BeatRecord};
 use crate::protocol::{CloseCode, Command, DecodeError, Frame, Intents, PresenceUpdate, User};

@@ -184,7 +184,7 @@ async fn run(
     }
     let stream = match params.compression {
         Some("zlib-stream") => StreamCompression::Zlib(ZlibStream::new()),
-        Some(_) => StreamCompression::Zstd(Box::new(ZstdStream::new())),
+        Some(_) => StreamCompression::Zstd(ZstdStream::new()),
         None => StreamCompression::None,
     };
     let shared = reader.shared.clone();
@@ -206,7 +206,7 @@ async fn wait_until(at: Instant) {
 enum StreamCompression {
     None,
     Zlib(ZlibStream),
-    Zstd(Box<ZstdStream>),
+    Zstd(ZstdStream),
 }
 
 /// Sends queued frames in order until a close frame or a send error.

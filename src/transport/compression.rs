@@ -1,9 +1,9 @@
 //! Which transport compression a connection asks for, and the context that
 //! undoes it (one per connection, dropped with it).
 
+use super::TransportError;
 #[cfg(feature = "zlib")]
 use super::{InflateError, Inflater};
-use super::TransportError;
 #[cfg(feature = "zstd")]
 use super::{ZstdError, ZstdInflater};
 
@@ -45,7 +45,7 @@ pub(super) enum Decompressor {
     #[cfg(feature = "zlib")]
     Zlib(Inflater),
     #[cfg(feature = "zstd")]
-    Zstd(Box<ZstdInflater>),
+    Zstd(ZstdInflater),
 }
 
 impl Decompressor {
@@ -56,7 +56,7 @@ impl Decompressor {
             #[cfg(feature = "zlib")]
             Compression::Zlib => Decompressor::Zlib(Inflater::with_limit(max_message)),
             #[cfg(feature = "zstd")]
-            Compression::Zstd => Decompressor::Zstd(Box::new(ZstdInflater::with_limit(max_message))),
+            Compression::Zstd => Decompressor::Zstd(ZstdInflater::with_limit(max_message)),
             _ => {
                 let _ = max_message;
                 Decompressor::None

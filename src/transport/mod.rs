@@ -271,8 +271,7 @@ impl Connection {
     }
 
     fn inflate(&mut self, bytes: &[u8]) -> Result<Option<String>, TransportError> {
-        self.decompressor
-            .push(bytes, self.limits.max_message_bytes)
+        self.decompressor.push(bytes, self.limits.max_message_bytes)
     }
 
     /// Sends one gateway message.

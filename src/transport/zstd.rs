@@ -195,7 +195,11 @@ mod tests {
     fn a_bomb_is_refused_at_the_cap() {
         let big = "x".repeat(2_000_000);
         let frames = compress_stream(&[&big]);
-        assert!(frames[0].len() < 1_000, "compresses well: {}", frames[0].len());
+        assert!(
+            frames[0].len() < 1_000,
+            "compresses well: {}",
+            frames[0].len()
+        );
         let mut inflater = ZstdInflater::with_limit(100_000);
         assert!(matches!(
             inflater.push(&frames[0]),
