@@ -76,6 +76,11 @@ impl ZstdInflater {
         }
     }
 
+    /// Bytes the zstd context holds (its window and tables), for the budget.
+    pub fn context_bytes(&self) -> usize {
+        self.context.sizeof()
+    }
+
     /// Decompresses one binary WebSocket message (one gateway message).
     pub fn push(&mut self, message: &[u8]) -> Result<String, ZstdError> {
         let max = self.max_message;
@@ -214,6 +219,31 @@ mod tests {
             inflater.push(&[0u8; 10_001]),
             Err(ZstdError::TooLarge(_))
         ));
+    }
+
+    #[test]
+    fn the_context_holds_the_window_the_stream_asks_for() {
+        // Level 3 on a stream of unknown size: a 2 MiB window.
+        let frames = compress_stream(&["{\"op\":11}"]);
+        let mut inflater = ZstdInflater::new();
+        inflater.push(&frames[0]).unwrap();
+        let held = inflater.context_bytes();
+        assert!(held > 2 << 20 && held < (2 << 20) + (768 << 10), "{held}");
+        // The cap bounds what a stream can make it hold.
+        let mut context = CCtx::create();
+        context
+            .set_parameter(CParameter::WindowLog(MAX_WINDOW_LOG))
+            .unwrap();
+        let mut out = Vec::with_capacity(4096);
+        let mut input = InBuffer::around(b"{\"op\":11}");
+        let mut output = OutBuffer::around(&mut out);
+        context
+            .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
+            .unwrap();
+        let mut inflater = ZstdInflater::new();
+        inflater.push(&out).unwrap();
+        let held = inflater.context_bytes();
+        assert!(held < (8 << 20) + (768 << 10), "{held}");
     }
 
     #[test]
