@@ -27,9 +27,13 @@
 //! zstd-stream is compressed at line rate, as Discord does: one zstd
 //! context per connection (level 1, the fastest of the normal levels, so
 //! the server keeps ahead), each message flushed (`ZSTD_e_flush`) and the
-//! frame never ended, so the window spans messages and an event after the
-//! first costs a few dozen bytes. [`self_check`] reads that stream with
-//! smolcord's decoder too.
+//! frame never ended, so the window spans messages. Its events' content
+//! is pseudo-random letters (same length, seeded by the sequence number):
+//! with the fixed content of the other two modes every event after the
+//! first would cost 17 bytes, so the socket buffers would hold a quarter of
+//! a million events ahead of a heartbeat ACK, and zstd would decode
+//! little but copies. [`self_check`] reads that stream with smolcord's
+//! decoder too.
 
 use crate::compression::Wire;
 use crate::ws::{self, push_frame, push_header, OP_BINARY, OP_TEXT};
@@ -199,10 +203,38 @@ struct Zlib {
     tail: Vec<u8>,
 }
 
+/// Flood event `seq`'s content in zstd-stream mode (see the module doc):
+/// `CONTENT`'s length of lowercase letters and spaces, overwritten in place.
+fn vary_content(seq: u64, content: &mut [u8]) {
+    let mut state = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for byte in content {
+        // xorshift64
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let pick = (state % 27) as u8;
+        *byte = if pick == 26 { b' ' } else { b'a' + pick };
+    }
+}
+
+/// Flood event `seq` as zstd-stream mode sends it.
+pub fn varied_flood_event(seq: u64) -> String {
+    let mut text = flood_event(seq).into_bytes();
+    let at = find(&text, CONTENT.as_bytes()).expect("content in the event");
+    vary_content(seq, &mut text[at..at + CONTENT.len()]);
+    String::from_utf8(text).expect("letters and spaces")
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 /// A connection's zstd-stream: the context and a reused scratch buffer.
 struct Zstd {
     context: CCtx<'static>,
     scratch: Vec<u8>,
+    /// Where the content starts in the event's tail.
+    content_at: usize,
 }
 
 impl Zstd {
@@ -214,6 +246,7 @@ impl Zstd {
         Zstd {
             context,
             scratch: Vec::with_capacity(4096),
+            content_at: 0,
         }
     }
 
@@ -247,7 +280,10 @@ pub struct Encoder {
 impl Encoder {
     pub fn new(wire: Wire) -> Encoder {
         let plain = event_parts();
-        let zstd = (wire == Wire::Zstd).then(Zstd::new);
+        let zstd = (wire == Wire::Zstd).then(|| Zstd {
+            content_at: find(&plain[2], CONTENT.as_bytes()).expect("content in the tail"),
+            ..Zstd::new()
+        });
         let zlib = (wire == Wire::Zlib).then(|| {
             let mut compress = Compress::new(Compression::default(), true);
             let header = Some(full_flush(&mut compress, b""));
@@ -297,6 +333,9 @@ impl Encoder {
             for part in [head, seq_text, middle, id_text, tail] {
                 scratch.extend_from_slice(part);
             }
+            let content =
+                head.len() + seq_text.len() + middle.len() + id_text.len() + zstd.content_at;
+            vary_content(seq, &mut scratch[content..content + CONTENT.len()]);
             let text_len = scratch.len();
             let mut compressed = scratch.split_off(text_len);
             zstd.compress(&scratch, &mut compressed);
@@ -347,6 +386,7 @@ pub fn self_check() -> Result<(), String> {
     let mut zlib = Encoder::new(Wire::Zlib);
     let mut zstd = Encoder::new(Wire::Zstd);
     let mut zstd_frames = Vec::new();
+    let mut seqs = Vec::new();
     let mut frames = Vec::new();
     let mut expected = Vec::new();
     for (text, seq) in [
@@ -382,6 +422,7 @@ pub fn self_check() -> Result<(), String> {
             }
         }
         expected.push(text);
+        seqs.push(seq);
     }
     let mut inflater = Decompress::new(true);
     let mut reader = &frames[..];
@@ -401,12 +442,18 @@ pub fn self_check() -> Result<(), String> {
     }
     let mut unzstd = smolcord::transport::ZstdInflater::new();
     let mut reader = &zstd_frames[..];
-    for (i, text) in expected.iter().enumerate() {
+    for (i, (text, seq)) in expected.iter().zip(&seqs).enumerate() {
         let frame = ws::read_frame(&mut reader, usize::MAX).map_err(|e| e.to_string())?;
         let got = unzstd
             .push(&frame.payload)
             .map_err(|e| format!("zstd frame {i}: {e}"))?;
-        if got != *text {
+        let want = seq.map_or_else(|| text.clone(), varied_flood_event);
+        if want == *text && seq.is_some() {
+            return Err(format!("zstd event {i} has the fixed content"));
+        }
+        serde_json::from_str::<serde_json::Value>(&want)
+            .map_err(|e| format!("zstd event {i}: {e}"))?;
+        if got != want {
             return Err(format!("zstd frame {i} decompresses to something else"));
         }
     }

@@ -233,7 +233,10 @@ fn a_compression_this_build_lacks_is_refused_naming_the_key() {
         } else {
             let text = result.unwrap_err().to_string();
             assert!(text.contains("`compress`"), "{value}: {text}");
-            assert!(text.contains(&format!("feature `{feature}`")), "{value}: {text}");
+            assert!(
+                text.contains(&format!("feature `{feature}`")),
+                "{value}: {text}"
+            );
         }
     }
 }
