@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use smolcord::config::{Config, ConfigError};
+use smolcord::shard::Compression;
 
 fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs
@@ -36,7 +37,7 @@ fn defaults_without_a_file() {
     assert_eq!(config.api_base, "https://discord.com/api/v10");
     assert_eq!(config.intents, 4096);
     assert_eq!(config.shard, [0, 1]);
-    assert!(!config.compress && !config.tofu);
+    assert!(config.compress == Compression::None && !config.tofu);
     assert_eq!(config.owner_id, None);
     assert!(config.allowed_user_ids.is_empty());
     assert_eq!(config.transcribe_cmd, None);
@@ -112,7 +113,7 @@ fn every_key_is_read_from_the_file() {
     assert_eq!(config.state_dir, Path::new("/var/lib/smolcord"));
     assert_eq!(config.intents, 37377);
     assert_eq!(config.shard, [1, 2]);
-    assert!(config.compress && config.tofu);
+    assert!(config.compress == Compression::Zlib && config.tofu);
     assert_eq!(config.owner_id.as_deref(), Some("80351110224678912"));
     assert_eq!(config.allowed_user_ids, ["1", "2"]);
     assert_eq!(
@@ -216,12 +217,42 @@ fn unknown_key_is_named_with_file_and_line() {
 #[test]
 fn wrong_type_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write(dir.path(), "c.json", "{\n  \"compress\": \"yes\"\n}");
+    let path = write(dir.path(), "c.json", "{\n  \"tofu\": \"yes\"\n}");
     let err = load(Some(&path), &env_of(&[("SMOLCORD_STATE_DIR", "/s")])).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("key `compress`"), "{text}");
+    assert!(text.contains("key `tofu`"), "{text}");
     assert!(text.contains("expected a boolean"), "{text}");
     assert!(text.contains("line 2 col"), "{text}");
+}
+
+#[test]
+fn compress_takes_a_bool_or_the_stream_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = env_of(&[("SMOLCORD_STATE_DIR", "/s")]);
+    for (value, expected) in [
+        ("true", Compression::Zlib),
+        ("false", Compression::None),
+        ("\"zlib\"", Compression::Zlib),
+        ("\"zstd\"", Compression::Zstd),
+    ] {
+        let path = write(dir.path(), "c.json", &format!("{{\"compress\": {value}}}"));
+        let config = load(Some(&path), &env).unwrap();
+        assert_eq!(config.compress, expected, "{value}");
+    }
+    for value in ["\"yes\"", "\"zstd-stream\"", "1", "null"] {
+        let path = write(
+            dir.path(),
+            "c.json",
+            &format!("{{\n  \"compress\": {value}\n}}"),
+        );
+        let text = load(Some(&path), &env).unwrap_err().to_string();
+        assert!(text.contains("key `compress`"), "{value}: {text}");
+        assert!(
+            text.contains(r#"expected true, false, "zlib" or "zstd""#),
+            "{value}: {text}"
+        );
+        assert!(text.contains("line 2 col"), "{value}: {text}");
+    }
 }
 
 #[test]

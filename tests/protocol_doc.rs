@@ -15,12 +15,13 @@
 #![allow(clippy::disallowed_methods)] // a test reads and writes files
 
 use smol::LocalExecutor;
-use smolcord::protocol::{CloseCode, Intents, Snowflake};
+use smolcord::protocol::{CloseCode, Command, Intents, RequestGuildMembers, Snowflake};
 use smolcord::rest::RestClient;
 use smolcord::shard::{
     Backoff, EndReason, Shard, ShardConfig, ShardError, ShardEvent, ShardHandle, ShardSet,
 };
 use smolcord::sim::{Fault, SimChannel, SimConfig, SimGuild, Simulator};
+use smolcord::transport::Compression;
 use smolcord::wire::CLIENT_TARGET;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -244,6 +245,9 @@ const DISCORD_ANCHORS: &[&str] = &[
     "events/gateway-events#heartbeat",
     "events/gateway-events#guild-create",
     "events/gateway-events#update-presence",
+    "events/gateway-events#request-guild-members",
+    "events/gateway-events#guild-members-chunk",
+    "events/gateway-events#rate-limited",
     "topics/opcodes-and-status-codes#gateway-gateway-close-event-codes",
 ];
 
@@ -288,6 +292,9 @@ fn base_config(sim: &Simulator) -> ShardConfig {
     config
 }
 
+/// The guild of this run.
+const GUILD: Snowflake = Snowflake::new(197038439483310086);
+
 /// The identify window of this run (Discord's is 5 s).
 const IDENTIFY_WINDOW: Duration = Duration::from_millis(1000);
 
@@ -298,8 +305,9 @@ fn record() -> (Vec<Step>, Vec<String>) {
     log::set_max_level(log::LevelFilter::Trace);
     let sim = Simulator::start(SimConfig {
         heartbeat_interval: INTERVAL,
+        enabled_privileged_intents: Intents::GUILD_MEMBERS,
         guilds: vec![SimGuild {
-            id: Snowflake::new(197038439483310086),
+            id: GUILD,
             name: "Lounge".to_owned(),
             channels: vec![SimChannel {
                 id: Snowflake::new(197038439483310087),
@@ -497,7 +505,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
 
         let mut compressed = base_config(&sim);
         compressed.gateway_url = Some(sim.gateway_url());
-        compressed.compress = true;
+        compressed.compress = Compression::Zlib;
         let (shard, handle) = Shard::new(compressed);
         let driver = ex.spawn(shard.run());
         dispatch(&handle, "READY").await;
@@ -540,6 +548,39 @@ fn record() -> (Vec<Step>, Vec<String>) {
             "A set of shards 0 and 1 of 2 on one thread. `max_concurrency` is 1 here, so both are in bucket 0 (`shard_id % max_concurrency`): shard 1 connects and heartbeats at once but identifies only when the bucket's window (5 s at Discord; 1 s, 2 T, here) has passed since shard 0's Identify. Resumes never wait. (Times here are from the first line shown.)",
             &[("Sharding", "events/gateway#sharding"), ("Session Start Limit Object", "events/gateway#session-start-limit-object")],
             Beats::HiddenTimed,
+            Vec::new(),
+            &mut seen,
+        );
+
+        let mut members = base_config(&sim);
+        members.gateway_url = Some(sim.gateway_url());
+        members.intents = Intents::GUILDS | Intents::GUILD_MEMBERS;
+        let (shard, handle) = Shard::new(members);
+        let driver = ex.spawn(shard.run());
+        dispatch(&handle, "GUILD_CREATE").await;
+        secrets.push(session_id(&handle));
+        take_lines(&mut seen);
+        let everyone = |nonce: &str| {
+            Command::RequestGuildMembers(RequestGuildMembers {
+                guild_id: GUILD,
+                query: Some(String::new()),
+                limit: 0,
+                presences: None,
+                user_ids: Vec::new(),
+                nonce: Some(nonce.to_owned()),
+            })
+        };
+        handle.send(everyone("all-1")).await.expect("op 8");
+        dispatch(&handle, "GUILD_MEMBERS_CHUNK").await;
+        handle.send(everyone("all-2")).await.expect("op 8");
+        dispatch(&handle, "RATE_LIMITED").await;
+        handle.close(CloseCode::NORMAL);
+        stopped(driver).await.expect("a clean stop");
+        step(
+            "op 8 Request Guild Members",
+            "A shard with the GUILD_MEMBERS intent (privileged: enabled on the Developer Portal) asks for every member of a guild (`query` \"\", `limit` 0); the answer comes as GUILD_MEMBERS_CHUNK dispatches, each with its `chunk_index` of `chunk_count` and the request's `nonce`. Discord allows one such request per guild per 30 s: the second is answered with a RATE_LIMITED dispatch naming the opcode and the wait. A prefix query needs no privileged intent.",
+            &[("Request Guild Members", "events/gateway-events#request-guild-members"), ("Guild Members Chunk", "events/gateway-events#guild-members-chunk"), ("Rate Limited", "events/gateway-events#rate-limited")],
+            Beats::Hidden,
             Vec::new(),
             &mut seen,
         );
@@ -644,16 +685,28 @@ fn normalise(line: &str, ids: &mut HashMap<String, String>) -> String {
             result.push(c);
         }
     }
-    // Message timestamps: "2026-01-02T03:04:05.678+00:00".
+    // Timestamps (a message's, a member's `joined_at`):
+    // "2026-01-02T03:04:05.678+00:00".
     let mut out = result;
     let mut from = 0;
-    while let Some(found) = out[from..].find("\"timestamp\":\"") {
-        let start = from + found + "\"timestamp\":\"".len();
-        let Some(len) = out[start..].find('"') else {
-            break;
-        };
-        out.replace_range(start..start + len, "2025-01-01T00:00:00.000000+00:00");
+    while let Some(found) = out[from..].find(":\"") {
+        let start = from + found + 2;
+        let value = &out[start..];
+        let is_time = value.len() > 11
+            && value.as_bytes()[..10].iter().enumerate().all(|(i, b)| {
+                if i == 4 || i == 7 {
+                    *b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            })
+            && value.as_bytes()[10] == b'T';
         from = start;
+        if is_time {
+            if let Some(len) = value.find('"') {
+                out.replace_range(start..start + len, "2025-01-01T00:00:00.000000+00:00");
+            }
+        }
     }
     out
 }
@@ -786,9 +839,21 @@ fn check_links(doc: &str) {
     }
 }
 
-/// The document with the times of its timed steps blanked: they differ
-/// from run to run, the frames and their order do not.
+/// The document with the times of its timed steps (and a RATE_LIMITED's
+/// `retry_after`) blanked: they differ from run to run, the frames and
+/// their order do not.
 fn without_times(doc: &str) -> String {
+    let mut doc = doc.to_owned();
+    let mut from = 0;
+    while let Some(found) = doc[from..].find("\"retry_after\":") {
+        let start = from + found + "\"retry_after\":".len();
+        let len = doc[start..]
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(doc.len() - start);
+        doc.replace_range(start..start + len, "?");
+        from = start;
+    }
+    let doc = doc.as_str();
     let mut out = String::with_capacity(doc.len());
     let mut rest = doc;
     while let Some(at) = rest.find("[+") {

@@ -4,7 +4,7 @@
 mod support;
 
 use smolcord::protocol::{Intents, Message, OpCode};
-use smolcord::shard::{SessionState, ShardError, ShardEvent, ShardHandle};
+use smolcord::shard::{Compression, SessionState, ShardError, ShardEvent, ShardHandle};
 use smolcord::sim::{Fault, SimConfig, SimEvent, Simulator};
 use smolcord::token::Token;
 use std::time::Duration;
@@ -267,11 +267,13 @@ fn a_bad_token_is_fatal_before_any_session() {
     });
 }
 
-#[test]
-fn zlib_stream_compression_works_end_to_end() {
+/// A compressed session: READY, DMs, a beat, then op 7 (a new connection,
+/// so a new context on both sides) and a resume with nothing lost.
+fn compression_works_end_to_end(compression: Compression, query: &str) {
     let sim = sim(300);
+    let rx = sim.subscribe();
     let mut config = shard_config(&sim);
-    config.compress = true;
+    config.compress = compression;
     run_local(config, |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
         send_dms(&sim, "z", 2);
@@ -279,14 +281,84 @@ fn zlib_stream_compression_works_end_to_end() {
         wait_shard(&handle, SOON, |e| matches!(e, Ok(ShardEvent::Heartbeat(_))))
             .await
             .unwrap();
-        let conn = &sim.stats().connections[0];
-        assert_eq!(conn.compression.as_deref(), Some("zlib-stream"));
-        assert!(
-            conn.query.contains("compress=zlib-stream"),
-            "{}",
-            conn.query
-        );
+        // A message larger than one zlib/zstd block, repetitive and not.
+        let big: String = (0..40_000)
+            .map(|i| format!("{} ", i * 7919 % 1000))
+            .collect();
+        sim.send_dm(42, "alice", &big);
+        assert_eq!(collect_messages(&handle, 1).await, [big]);
+        assert_eq!(sim.fault(Fault::Reconnect), 1);
+        next_sim_event(
+            &rx,
+            "a connection on /resume",
+            |e| matches!(e, SimEvent::Connected { path, .. } if path == "/resume"),
+        )
+        .await;
+        wait_dispatch(&handle, "RESUMED").await;
+        send_dms(&sim, "after", 2);
+        assert_eq!(collect_messages(&handle, 2).await, ["after-0", "after-1"]);
+        let stats = sim.stats();
+        assert_eq!(stats.connections.len(), 2);
+        for conn in &stats.connections {
+            assert_eq!(conn.compression.as_deref(), Some(query));
+            let wanted = format!("compress={query}");
+            assert!(conn.query.contains(&wanted), "{}", conn.query);
+        }
+        assert_eq!(handle.status().gaps, 0);
     });
+}
+
+#[test]
+fn zlib_stream_compression_works_end_to_end() {
+    compression_works_end_to_end(Compression::Zlib, "zlib-stream");
+}
+
+#[test]
+fn zstd_stream_compression_works_end_to_end() {
+    compression_works_end_to_end(Compression::Zstd, "zstd-stream");
+}
+
+/// A message that compresses to a few hundred bytes but decompresses past
+/// `max_message_bytes` ends the connection (a bomb), and the shard connects
+/// again to resume.
+fn a_compressed_message_over_the_cap_is_refused(compression: Compression) {
+    let sim = sim(5_000);
+    let rx = sim.subscribe();
+    let mut config = shard_config(&sim);
+    config.compress = compression;
+    config.max_message_bytes = Some(64 << 10);
+    run_local(config, |handle, _| async move {
+        wait_dispatch(&handle, "READY").await;
+        sim.send_dm(42, "alice", &"x".repeat(1 << 20));
+        match wait_shard(&handle, SOON, |e| {
+            matches!(e, Ok(ShardEvent::Disconnected { .. }))
+        })
+        .await
+        {
+            Ok(ShardEvent::Disconnected { reason }) => {
+                assert!(reason.contains("more than 65536 bytes"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        next_sim_event(
+            &rx,
+            "a second connection",
+            |e| matches!(e, SimEvent::Connected { conn, .. } if *conn > 1),
+        )
+        .await;
+        // (Not RESUMED: the simulator replays the bomb, as Discord would.)
+        assert_eq!(handle.status().sessions_started, 1);
+    });
+}
+
+#[test]
+fn a_zlib_bomb_is_refused_and_the_shard_reconnects() {
+    a_compressed_message_over_the_cap_is_refused(Compression::Zlib);
+}
+
+#[test]
+fn a_zstd_bomb_is_refused_and_the_shard_reconnects() {
+    a_compressed_message_over_the_cap_is_refused(Compression::Zstd);
 }
 
 #[test]

@@ -344,6 +344,62 @@ fn zlib_stream_one_context_per_connection_with_sync_flush_suffix() {
     });
 }
 
+/// The sim's zstd-stream so far, read by ruzstd (pure Rust, independent of
+/// the C library the simulator compresses with). The frame never ends, and
+/// ruzstd hands out the last window's bytes only once a frame has ended, so
+/// the test ends it: an empty raw block marked last (`01 00 00`).
+fn ruzstd_reads(frames: &[Vec<u8>]) -> String {
+    let mut stream: Vec<u8> = frames.concat();
+    stream.extend_from_slice(&[0x01, 0x00, 0x00]);
+    let mut decoder = ruzstd::StreamingDecoder::new(&stream[..]).expect("a zstd frame header");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut decoder, &mut text).expect("ruzstd decodes the stream");
+    text
+}
+
+#[test]
+fn zstd_stream_one_context_per_connection_one_message_per_frame() {
+    run(async {
+        let sim = sim();
+        let mut client = Client::connect(&sim, "/?v=10&encoding=json&compress=zstd-stream").await;
+        assert_eq!(client.expect_hello().await, 41_250);
+        client.heartbeat().await;
+        client.expect_op(11).await;
+        client.identify_ready(GUILDS | DMS).await;
+        assert_eq!(client.expect_dispatch().await["t"], "GUILD_CREATE");
+        assert_eq!(client.text_frames, 0, "every message is binary");
+        assert_eq!(client.binary_frames.len(), 4);
+        // Each frame is one whole JSON message (decompressed in one go by
+        // the client's context, so flushed)...
+        for text in &client.binary_texts {
+            serde_json::from_str::<serde_json::Value>(text).expect("one JSON message");
+        }
+        // ...and only the first starts a zstd frame: no message ends it.
+        assert!(client.binary_frames[0].starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
+        for frame in &client.binary_frames[1..] {
+            assert!(!frame.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
+        }
+        // The frames form one stream: a fresh context cannot start at the
+        // second message.
+        assert!(smolcord::transport::ZstdInflater::new()
+            .push(&client.binary_frames[1])
+            .is_err());
+        // An independent decoder reads the same text from the same bytes.
+        assert_eq!(
+            ruzstd_reads(&client.binary_frames),
+            client.binary_texts.concat()
+        );
+        // A second connection starts its own context.
+        let mut other = Client::connect(&sim, "/?v=10&compress=zstd-stream").await;
+        other.expect_hello().await;
+        assert!(other.binary_frames[0].starts_with(&[0x28, 0xb5, 0x2f, 0xfd]));
+        assert_eq!(
+            sim.stats().connections[0].compression.as_deref(),
+            Some("zstd-stream")
+        );
+    });
+}
+
 #[test]
 fn identify_compress_true_gets_per_payload_zlib_frames() {
     run(async {

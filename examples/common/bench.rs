@@ -5,7 +5,7 @@
 use smol::LocalExecutor;
 use smolcord::heartbeat::BeatRecord;
 use smolcord::protocol::Intents;
-use smolcord::shard::{Shard, ShardConfig, ShardEvent, ShardHandle};
+use smolcord::shard::{Compression, Shard, ShardConfig, ShardEvent, ShardHandle};
 use smolcord::sim::{SimConfig, Simulator};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,11 @@ pub fn start_sim(interval: Duration) -> Simulator {
 pub fn spawn_shard(ex: &LocalExecutor<'_>, sim: &Simulator, compress: bool) -> ShardHandle {
     let mut config = ShardConfig::new(sim.config().token.clone(), Intents::DIRECT_MESSAGES);
     config.gateway_url = Some(sim.gateway_url());
-    config.compress = compress;
+    config.compress = if compress {
+        Compression::Zlib
+    } else {
+        Compression::None
+    };
     let (shard, handle) = Shard::new(config);
     ex.spawn(smolcord::loopwatch::watch("gateway", shard.run()))
         .detach();

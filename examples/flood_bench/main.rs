@@ -11,8 +11,9 @@
 //! Cases, every one after the client's first heartbeat (500 ms interval):
 //!
 //! - `burst`: 200 000 MESSAGE_CREATEs at line rate; `overrun`: 1 000 000,
-//!   so the server stays far ahead of any client for a long time. Both in
-//!   plain text and zlib-stream, `--rounds` times (medians printed).
+//!   so the server stays far ahead of any client for a long time. Each in
+//!   plain text, zlib-stream and zstd-stream, `--rounds` times (medians
+//!   printed).
 //! - hostile (plain, `--hostile-rounds`): `ping-flood` (1 500 000 pings of
 //!   125 bytes; the server keeps reading), `pings-then-stop-reading` (100 000
 //!   pings while the server reads, then it stops reading for good with the
@@ -25,7 +26,7 @@
 //! Clients: `smolcord shard` (this example as `--shard-client`: the
 //! library's shard, every MESSAGE_CREATE decoded), `smolcord run` (the
 //! bridge binary, temp state dir, REST pointed at a stub) and `twilight`
-//! (`--twilight DIR` with the two builds of scripts/compat/twilight-flood;
+//! (`--twilight DIR` with the three builds of scripts/compat/twilight-flood;
 //! without it, smolcord's rows only). Figures: peak RSS (VmHWM), the
 //! heartbeat as the server saw it (max gap from the flood's start until the
 //! client had consumed everything, and the first beat after the start),
@@ -44,6 +45,7 @@
 // reads /proc and sleeps between samples on purpose.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod compression;
 mod payload;
 #[path = "../footprint/procfs.rs"]
 #[allow(dead_code)]
@@ -57,6 +59,7 @@ mod tally;
 mod tcp_state;
 mod ws;
 
+use compression::Wire;
 use run::{Case, Client};
 use std::path::{Path, PathBuf};
 
@@ -73,7 +76,7 @@ pub struct Args {
     client_logs: Option<PathBuf>,
     shard_client: Option<String>,
     events: u64,
-    compress: bool,
+    compress: Wire,
 }
 
 fn list(value: String) -> Vec<String> {
@@ -95,7 +98,7 @@ fn parse() -> Result<Args, lexopt::Error> {
         client_logs: None,
         shard_client: None,
         events: 0,
-        compress: false,
+        compress: Wire::Plain,
     };
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
@@ -113,7 +116,12 @@ fn parse() -> Result<Args, lexopt::Error> {
             // The child side.
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
             Long("events") => args.events = parser.value()?.parse()?,
-            Long("compress") => args.compress = true,
+            Long("compress") => {
+                let value = parser.value()?.string()?;
+                args.compress = Wire::parse(&value).ok_or_else(|| {
+                    lexopt::Error::from(format!("--compress {value}: plain, zlib or zstd"))
+                })?
+            }
             _ => return Err(arg.unexpected()),
         }
     }
@@ -130,7 +138,7 @@ fn main() {
     };
     if let Some(url) = args.shard_client {
         env_logger::init();
-        if let Err(err) = shard_client::run(url, args.events, args.compress) {
+        if let Err(err) = shard_client::run(url, args.events, args.compress.compression()) {
             eprintln!("flood_bench shard client: {err}");
             std::process::exit(1);
         }
@@ -165,11 +173,11 @@ fn main() {
     }
     if wanted("twilight") {
         match &args.twilight {
-            Some(dir) if dir.join("twilight-flood-plain").is_file() && dir.join("twilight-flood-zlib").is_file() => {
+            Some(dir) if Wire::ALL.iter().all(|wire| dir.join(format!("twilight-flood-{}", wire.name())).is_file()) => {
                 clients.push(Client::Twilight(dir.clone()))
             }
             Some(dir) => eprintln!(
-                "flood_bench: {} lacks twilight-flood-plain / twilight-flood-zlib (scripts/compat/twilight-flood/run.sh builds them): smolcord's rows only",
+                "flood_bench: {} lacks twilight-flood-plain / -zlib / -zstd (scripts/compat/twilight-flood/run.sh builds them): smolcord's rows only",
                 dir.display()
             ),
             None => eprintln!(
@@ -209,7 +217,7 @@ fn main() {
         keep_in: args.client_logs.clone(),
     };
     for case in &flood_cases {
-        for compress in [false, true] {
+        for compress in Wire::ALL {
             match report::sink_ceiling(*case, compress) {
                 Ok(ceiling) => results.ceilings.push((*case, compress, ceiling)),
                 Err(err) => eprintln!("server ceiling {} failed: {err}", case.name()),
@@ -218,7 +226,7 @@ fn main() {
     }
     for round in 1..=args.rounds {
         for case in &flood_cases {
-            for compress in [false, true] {
+            for compress in Wire::ALL {
                 for client in &clients {
                     results.run(round, client, *case, compress);
                 }
@@ -228,7 +236,7 @@ fn main() {
     for round in 1..=args.hostile_rounds {
         for case in &hostile_cases {
             for client in &clients {
-                results.run(round, client, *case, false);
+                results.run(round, client, *case, Wire::Plain);
             }
         }
     }

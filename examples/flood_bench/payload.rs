@@ -1,5 +1,6 @@
 //! What the flood server says, as WebSocket frames: Hello, READY, heartbeat
-//! ACKs and MESSAGE_CREATE dispatches, in plain text or zlib-stream.
+//! ACKs and MESSAGE_CREATE dispatches, in plain text, zlib-stream or
+//! zstd-stream.
 //!
 //! The objects carry the field set of `src/sim/objects.rs`, which
 //! twilight-model deserializes strictly (`tests/sim_compat.rs`). The flood's
@@ -22,9 +23,23 @@
 //! between messages, so frames are larger than Discord's and inflate more
 //! literals (both clients inflate the same bytes). [`self_check`] inflates
 //! such a stream with one fresh context before any benchmark runs.
+//!
+//! zstd-stream is compressed at line rate, as Discord does: one zstd
+//! context per connection (level 1, the fastest of the normal levels, so
+//! the server keeps ahead), each message flushed (`ZSTD_e_flush`) and the
+//! frame never ended, so the window spans messages. Its events' content
+//! is pseudo-random letters (same length, seeded by the sequence number):
+//! with the fixed content of the other two modes every event after the
+//! first would cost 17 bytes, so the socket buffers would hold a quarter of
+//! a million events ahead of a heartbeat ACK, and zstd would decode
+//! little but copies. [`self_check`] reads that stream with smolcord's
+//! decoder too.
 
+use crate::compression::Wire;
 use crate::ws::{self, push_frame, push_header, OP_BINARY, OP_TEXT};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
+use zstd_safe::zstd_sys::ZSTD_EndDirective;
+use zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
 
 /// The bot's own user id (READY).
 const BOT_ID: u64 = 1_100_000_000_000_000_001;
@@ -188,16 +203,88 @@ struct Zlib {
     tail: Vec<u8>,
 }
 
+/// Flood event `seq`'s content in zstd-stream mode (see the module doc):
+/// `CONTENT`'s length of lowercase letters and spaces, overwritten in place.
+fn vary_content(seq: u64, content: &mut [u8]) {
+    let mut state = seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    for byte in content {
+        // xorshift64
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let pick = (state % 27) as u8;
+        *byte = if pick == 26 { b' ' } else { b'a' + pick };
+    }
+}
+
+/// Flood event `seq` as zstd-stream mode sends it.
+pub fn varied_flood_event(seq: u64) -> String {
+    let mut text = flood_event(seq).into_bytes();
+    let at = find(&text, CONTENT.as_bytes()).expect("content in the event");
+    vary_content(seq, &mut text[at..at + CONTENT.len()]);
+    String::from_utf8(text).expect("letters and spaces")
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A connection's zstd-stream: the context and a reused scratch buffer.
+struct Zstd {
+    context: CCtx<'static>,
+    scratch: Vec<u8>,
+    /// Where the content starts in the event's tail.
+    content_at: usize,
+}
+
+impl Zstd {
+    fn new() -> Zstd {
+        let mut context = CCtx::create();
+        context
+            .set_parameter(CParameter::CompressionLevel(1))
+            .expect("zstd level 1");
+        Zstd {
+            context,
+            scratch: Vec::with_capacity(4096),
+            content_at: 0,
+        }
+    }
+
+    /// One message, flushed, the frame left open: appended to `out`.
+    fn compress(&mut self, message: &[u8], out: &mut Vec<u8>) {
+        let mut input = InBuffer::around(message);
+        loop {
+            if out.capacity() - out.len() < 256 {
+                out.reserve(out.capacity().max(1024));
+            }
+            let pos = out.len();
+            let mut output = OutBuffer::around_pos(out, pos);
+            let left = self
+                .context
+                .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
+                .expect("zstd into memory");
+            if left == 0 {
+                return;
+            }
+        }
+    }
+}
+
 /// Turns gateway messages into frames for one connection.
 pub struct Encoder {
     plain: [Vec<u8>; 3],
     zlib: Option<Zlib>,
+    zstd: Option<Zstd>,
 }
 
 impl Encoder {
-    pub fn new(zlib: bool) -> Encoder {
+    pub fn new(wire: Wire) -> Encoder {
         let plain = event_parts();
-        let zlib = zlib.then(|| {
+        let zstd = (wire == Wire::Zstd).then(|| Zstd {
+            content_at: find(&plain[2], CONTENT.as_bytes()).expect("content in the tail"),
+            ..Zstd::new()
+        });
+        let zlib = (wire == Wire::Zlib).then(|| {
             let mut compress = Compress::new(Compression::default(), true);
             let header = Some(full_flush(&mut compress, b""));
             let tail = full_flush(&mut compress, &plain[2]);
@@ -207,11 +294,19 @@ impl Encoder {
                 tail,
             }
         });
-        Encoder { plain, zlib }
+        Encoder { plain, zlib, zstd }
     }
 
-    /// Appends one message as a frame (compressed now, if zlib).
+    /// Appends one message as a frame (compressed now, if compressed).
     pub fn push_text(&mut self, buf: &mut Vec<u8>, text: &str) {
+        if let Some(zstd) = &mut self.zstd {
+            let mut payload = std::mem::take(&mut zstd.scratch);
+            payload.clear();
+            zstd.compress(text.as_bytes(), &mut payload);
+            push_frame(buf, OP_BINARY, &payload);
+            zstd.scratch = payload;
+            return;
+        }
         match &mut self.zlib {
             None => push_frame(buf, OP_TEXT, text.as_bytes()),
             Some(zlib) => {
@@ -230,6 +325,25 @@ impl Encoder {
         let id_text = decimal(MESSAGE_ID_BASE + seq, &mut id_digits);
         let [head, middle, tail] = &self.plain;
         let start = head.len() + seq_text.len() + middle.len() + id_text.len();
+        if let Some(zstd) = &mut self.zstd {
+            // The event's text, then its compressed bytes after it in the
+            // same scratch buffer (no allocation per event).
+            let mut scratch = std::mem::take(&mut zstd.scratch);
+            scratch.clear();
+            for part in [head, seq_text, middle, id_text, tail] {
+                scratch.extend_from_slice(part);
+            }
+            let content =
+                head.len() + seq_text.len() + middle.len() + id_text.len() + zstd.content_at;
+            vary_content(seq, &mut scratch[content..content + CONTENT.len()]);
+            let text_len = scratch.len();
+            let mut compressed = scratch.split_off(text_len);
+            zstd.compress(&scratch, &mut compressed);
+            push_frame(buf, OP_BINARY, &compressed);
+            scratch.clear();
+            zstd.scratch = scratch;
+            return;
+        }
         match &mut self.zlib {
             None => {
                 push_header(buf, true, OP_TEXT, start + tail.len());
@@ -269,7 +383,10 @@ impl Encoder {
 /// client.
 pub fn self_check() -> Result<(), String> {
     let ready_text = ready("ws://127.0.0.1:1");
-    let mut zlib = Encoder::new(true);
+    let mut zlib = Encoder::new(Wire::Zlib);
+    let mut zstd = Encoder::new(Wire::Zstd);
+    let mut zstd_frames = Vec::new();
+    let mut seqs = Vec::new();
     let mut frames = Vec::new();
     let mut expected = Vec::new();
     for (text, seq) in [
@@ -285,9 +402,10 @@ pub fn self_check() -> Result<(), String> {
         match seq {
             Some(seq) => {
                 zlib.push_event(&mut frames, seq);
+                zstd.push_event(&mut zstd_frames, seq);
                 // The plain encoder's frame must carry the same text.
                 let mut plain = Vec::new();
-                Encoder::new(false).push_event(&mut plain, seq);
+                Encoder::new(Wire::Plain).push_event(&mut plain, seq);
                 let frame =
                     ws::read_frame(&mut &plain[..], usize::MAX).map_err(|e| e.to_string())?;
                 if frame.payload != text.as_bytes() {
@@ -298,9 +416,13 @@ pub fn self_check() -> Result<(), String> {
                 serde_json::from_value::<smolcord::protocol::Message>(value["d"].clone())
                     .map_err(|e| format!("event {seq} is not a smolcord Message: {e}"))?;
             }
-            None => zlib.push_text(&mut frames, &text),
+            None => {
+                zlib.push_text(&mut frames, &text);
+                zstd.push_text(&mut zstd_frames, &text);
+            }
         }
         expected.push(text);
+        seqs.push(seq);
     }
     let mut inflater = Decompress::new(true);
     let mut reader = &frames[..];
@@ -316,6 +438,23 @@ pub fn self_check() -> Result<(), String> {
             .map_err(|e| format!("zlib frame {i} does not inflate: {e}"))?;
         if inflater.total_in() - before != frame.payload.len() as u64 || out != text.as_bytes() {
             return Err(format!("zlib frame {i} inflates to something else"));
+        }
+    }
+    let mut unzstd = smolcord::transport::ZstdInflater::new();
+    let mut reader = &zstd_frames[..];
+    for (i, (text, seq)) in expected.iter().zip(&seqs).enumerate() {
+        let frame = ws::read_frame(&mut reader, usize::MAX).map_err(|e| e.to_string())?;
+        let got = unzstd
+            .push(&frame.payload)
+            .map_err(|e| format!("zstd frame {i}: {e}"))?;
+        let want = seq.map_or_else(|| text.clone(), varied_flood_event);
+        if want == *text && seq.is_some() {
+            return Err(format!("zstd event {i} has the fixed content"));
+        }
+        serde_json::from_str::<serde_json::Value>(&want)
+            .map_err(|e| format!("zstd event {i}: {e}"))?;
+        if got != want {
+            return Err(format!("zstd frame {i} decompresses to something else"));
         }
     }
     Ok(())

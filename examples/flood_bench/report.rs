@@ -4,6 +4,7 @@
 //! that show it is not the bottleneck, and the goals checked
 //! against the medians.
 
+use crate::compression::Wire;
 use crate::run::{self, Case, Client, ClientLogs, Outcome, INTERVAL};
 use crate::server::{Mode, Server};
 use crate::ws;
@@ -21,7 +22,7 @@ pub struct Ceiling {
 /// Floods a raw reader (handshake, Identify, one beat, then read and
 /// discard) and times how fast the server writes all the events: the rate
 /// no client can beat, to compare every client's rate with.
-pub fn sink_ceiling(case: Case, compress: bool) -> Result<Ceiling, String> {
+pub fn sink_ceiling(case: Case, compress: Wire) -> Result<Ceiling, String> {
     let (Case::Burst(events) | Case::Overrun(events)) = case else {
         return Err("not a flood".into());
     };
@@ -35,11 +36,7 @@ pub fn sink_ceiling(case: Case, compress: bool) -> Result<Ceiling, String> {
     .map_err(|e| e.to_string())?;
     let addr = server.addr();
     let mut stream = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    let target = if compress {
-        "/?v=10&encoding=json&compress=zlib-stream"
-    } else {
-        "/?v=10&encoding=json"
-    };
+    let target = compress.target();
     ws::connect(&mut stream, &addr.to_string(), target).map_err(|e| e.to_string())?;
     let mut hello = Vec::new();
     ws::push_client_text(
@@ -75,18 +72,14 @@ pub fn sink_ceiling(case: Case, compress: bool) -> Result<Ceiling, String> {
 
 #[derive(Default)]
 pub struct Results {
-    pub ceilings: Vec<(Case, bool, Ceiling)>,
+    pub ceilings: Vec<(Case, Wire, Ceiling)>,
     pub logs: ClientLogs,
-    /// (round, client, case, compressed, outcome)
-    runs: Vec<(u32, &'static str, Case, bool, Outcome)>,
+    /// (round, client, case, wire, outcome)
+    runs: Vec<(u32, &'static str, Case, Wire, Outcome)>,
 }
 
-fn kind(compress: bool) -> &'static str {
-    if compress {
-        "zlib"
-    } else {
-        "plain"
-    }
+fn kind(compress: Wire) -> &'static str {
+    compress.name()
 }
 
 fn mib(kib: f64) -> String {
@@ -137,6 +130,9 @@ fn first_beat(o: &Outcome) -> Option<f64> {
 fn rate(o: &Outcome) -> Option<f64> {
     o.events_per_sec
 }
+fn wire_bytes(o: &Outcome) -> Option<f64> {
+    o.bytes_per_event
+}
 fn cpu(o: &Outcome) -> Option<f64> {
     o.cpu_per_event.map(|d| d.as_secs_f64() * 1e6)
 }
@@ -157,7 +153,7 @@ fn owed(o: &Outcome) -> Option<f64> {
 }
 
 impl Results {
-    pub fn run(&mut self, round: u32, client: &Client, case: Case, compress: bool) {
+    pub fn run(&mut self, round: u32, client: &Client, case: Case, compress: Wire) {
         let tag = format!(
             "r{round}-{}-{}-{}",
             case.name(),
@@ -201,7 +197,7 @@ impl Results {
         &'a self,
         client: &'a str,
         case: Case,
-        compress: bool,
+        compress: Wire,
     ) -> impl Iterator<Item = &'a Outcome> + 'a {
         self.rounds(client, case, compress).map(|(_, o)| o)
     }
@@ -210,7 +206,7 @@ impl Results {
         &'a self,
         client: &'a str,
         case: Case,
-        compress: bool,
+        compress: Wire,
     ) -> impl Iterator<Item = (u32, &'a Outcome)> + 'a {
         self.runs
             .iter()
@@ -220,7 +216,7 @@ impl Results {
 
     /// `client`'s figure ÷ twilight's, round by round (the two ran a few
     /// seconds apart, under the same load), and the median of those.
-    fn ratio(&self, client: &str, case: Case, compress: bool, figure: Figure) -> Option<f64> {
+    fn ratio(&self, client: &str, case: Case, compress: Wire, figure: Figure) -> Option<f64> {
         let twilight: Vec<(u32, f64)> = self
             .rounds("twilight", case, compress)
             .filter_map(|(round, o)| Some((round, figure(o)?)))
@@ -236,7 +232,7 @@ impl Results {
         )
     }
 
-    fn median(&self, client: &str, case: Case, compress: bool, figure: Figure) -> Option<f64> {
+    fn median(&self, client: &str, case: Case, compress: Wire, figure: Figure) -> Option<f64> {
         median(
             self.outcomes(client, case, compress)
                 .filter_map(figure)
@@ -245,7 +241,7 @@ impl Results {
     }
 
     /// `yes` if every round delivered once in order, `NO` if one did not.
-    fn delivered(&self, client: &str, case: Case, compress: bool) -> &'static str {
+    fn delivered(&self, client: &str, case: Case, compress: Wire) -> &'static str {
         let all: Vec<Option<bool>> = self
             .outcomes(client, case, compress)
             .map(|o| o.once_in_order)
@@ -261,7 +257,7 @@ impl Results {
 
     fn verdicts(&self, client: &str, case: Case) -> String {
         let mut seen: Vec<String> = Vec::new();
-        for outcome in self.outcomes(client, case, false) {
+        for outcome in self.outcomes(client, case, Wire::Plain) {
             if !seen.contains(&outcome.verdict) {
                 seen.push(outcome.verdict.clone());
             }
@@ -298,7 +294,7 @@ impl Results {
         }
         println!("{header}\n{rule}");
 
-        // A row of "plain / zlib" cells (flood cases) with ratios.
+        // A row of "plain / zlib / zstd" cells (flood cases) with ratios.
         let pair_row = |label: String,
                         case: Case,
                         figure: Figure,
@@ -306,7 +302,7 @@ impl Results {
                         unit: &str| {
             let mut row = format!("| {label} |");
             for name in &names {
-                let cell: Vec<String> = [false, true]
+                let cell: Vec<String> = Wire::ALL
                     .iter()
                     .map(|z| self.median(name, case, *z, figure).map_or("—".into(), show))
                     .collect();
@@ -314,7 +310,7 @@ impl Results {
             }
             if twilight {
                 for name in &smolcords {
-                    let cell: Vec<String> = [false, true]
+                    let cell: Vec<String> = Wire::ALL
                         .iter()
                         .map(|z| {
                             self.ratio(name, case, *z, figure)
@@ -336,7 +332,7 @@ impl Results {
             };
             let title = format!("{} {} events {what}", case.name(), grouped(n as f64));
             pair_row(
-                format!("{title}: peak RSS, plain / zlib-stream"),
+                format!("{title}: peak RSS, plain / zlib-stream / zstd-stream"),
                 *case,
                 rss,
                 &mib,
@@ -344,7 +340,7 @@ impl Results {
             );
             pair_row(
                 format!(
-                    "{}: heartbeat max gap during the flood, plain / zlib",
+                    "{}: heartbeat max gap during the flood, plain / zlib / zstd",
                     case.name()
                 ),
                 *case,
@@ -354,7 +350,7 @@ impl Results {
             );
             pair_row(
                 format!(
-                    "{}: first beat after the flood began, plain / zlib",
+                    "{}: first beat after the flood began, plain / zlib / zstd",
                     case.name()
                 ),
                 *case,
@@ -363,29 +359,39 @@ impl Results {
                 " ms",
             );
             pair_row(
-                format!("{}: throughput, events/s, plain / zlib", case.name()),
+                format!("{}: throughput, events/s, plain / zlib / zstd", case.name()),
                 *case,
                 rate,
                 &grouped,
                 "",
             );
             pair_row(
-                format!("{}: CPU time per event, plain / zlib", case.name()),
+                format!("{}: CPU time per event, plain / zlib / zstd", case.name()),
                 *case,
                 cpu,
                 &|v| format!("{v:.2}"),
                 " µs",
             );
+            pair_row(
+                format!(
+                    "{}: bytes per event on the wire, plain / zlib / zstd",
+                    case.name()
+                ),
+                *case,
+                wire_bytes,
+                &|v| format!("{v:.0}"),
+                "",
+            );
             let mut row = format!(
-                "| {}: every event once, in order, plain / zlib |",
+                "| {}: every event once, in order, plain / zlib / zstd |",
                 case.name()
             );
             for name in &names {
-                row += &format!(
-                    " {} / {} |",
-                    self.delivered(name, *case, false),
-                    self.delivered(name, *case, true)
-                );
+                let cell: Vec<&str> = Wire::ALL
+                    .iter()
+                    .map(|wire| self.delivered(name, *case, *wire))
+                    .collect();
+                row += &format!(" {} |", cell.join(" / "));
             }
             if twilight {
                 row += &" |".repeat(smolcords.len());
@@ -402,7 +408,7 @@ impl Results {
                     let owed = median(
                         names
                             .iter()
-                            .flat_map(|name| self.outcomes(name, *case, false))
+                            .flat_map(|name| self.outcomes(name, *case, Wire::Plain))
                             .filter_map(owed)
                             .collect(),
                     );
@@ -441,14 +447,16 @@ impl Results {
             });
             let secs = |v: Option<f64>| v.map_or("—".into(), |v| format!("{v:.2}"));
             for name in &names {
-                let r = self.median(name, *case, false, rss).map_or("—".into(), mib);
+                let r = self
+                    .median(name, *case, Wire::Plain, rss)
+                    .map_or("—".into(), mib);
                 if stops {
-                    let d = secs(self.median(name, *case, false, dropped));
-                    let b = secs(self.median(name, *case, false, back));
+                    let d = secs(self.median(name, *case, Wire::Plain, dropped));
+                    let b = secs(self.median(name, *case, Wire::Plain, back));
                     row += &format!(" {r} MiB; {d} s / {b} s |");
                 } else {
                     let g = self
-                        .median(name, *case, false, gap)
+                        .median(name, *case, Wire::Plain, gap)
                         .map_or("—".into(), |v| format!("{v:.0}"));
                     row += &format!(" {r} MiB; {g} ms |");
                 }
@@ -472,7 +480,7 @@ impl Results {
         }
         println!("  and with each client, the server had written the last event after (s; share of that time inside write(), blocked on a full socket):");
         for case in floods {
-            for compress in [false, true] {
+            for compress in Wire::ALL {
                 let cells: Vec<String> = names
                     .iter()
                     .map(|name| {
@@ -503,7 +511,7 @@ impl Results {
         let gap_bound = INTERVAL.as_secs_f64() * 1000.0 * 1.1;
         for case in floods {
             for (client, rss_goal) in [("smolcord shard", 5.0), ("smolcord run", 8.0)] {
-                for compress in [false, true] {
+                for compress in Wire::ALL {
                     let r = self.median(client, *case, compress, rss);
                     let g = self.median(client, *case, compress, gap);
                     if r.is_none() && g.is_none() {
@@ -522,7 +530,7 @@ impl Results {
                 }
             }
             if twilight {
-                for (compress, goal) in [(false, 1.4), (true, 1.2)] {
+                for (compress, goal) in [(Wire::Plain, 1.4), (Wire::Zlib, 1.2), (Wire::Zstd, 1.2)] {
                     let ratio = self.ratio("smolcord shard", *case, compress, rate);
                     // The same from CPU time per event (twilight's ÷ ours),
                     // which the machine's other load disturbs far less.
@@ -544,7 +552,7 @@ impl Results {
         let hostile_gap = INTERVAL.as_secs_f64() * 1000.0 * 1.5;
         for case in hostile {
             for client in ["smolcord shard", "smolcord run"] {
-                let r = self.median(client, *case, false, rss);
+                let r = self.median(client, *case, Wire::Plain, rss);
                 if r.is_none() {
                     continue;
                 }
@@ -563,10 +571,10 @@ impl Results {
                 };
                 // A server that does not read sees no beat: how soon the
                 // client dropped the connection instead.
-                let beat = match (case, self.median(client, *case, false, gap)) {
+                let beat = match (case, self.median(client, *case, Wire::Plain, gap)) {
                     (Case::StopThenPings(_) | Case::PingsThenStop(_), _) => format!(
                         "dropped the connection {} s after the server stopped reading; ",
-                        self.median(client, *case, false, dropped)
+                        self.median(client, *case, Wire::Plain, dropped)
                             .map_or("—".into(), |v| format!("{v:.2}"))
                     ),
                     (_, g) => format!(

@@ -6,6 +6,7 @@
 //! server stops reading, when the client dropped the connection (the
 //! kernel's socket table) and when it came back.
 
+use crate::compression::Wire;
 use crate::procfs;
 use crate::rest_stub::RestStub;
 use crate::server::{Beat, ConnLog, Mode, Server, StopReading};
@@ -32,8 +33,8 @@ pub enum Client {
     Shard(PathBuf),
     /// `smolcord run`, the bridge.
     Bridge(PathBuf),
-    /// The twilight peer: a directory with `twilight-flood-plain` and
-    /// `twilight-flood-zlib`.
+    /// The twilight peer: a directory with `twilight-flood-plain`,
+    /// `twilight-flood-zlib` and `twilight-flood-zstd`.
     Twilight(PathBuf),
 }
 
@@ -191,7 +192,7 @@ fn command(
     client: &Client,
     url: &str,
     case: Case,
-    compress: bool,
+    wire: Wire,
     stub: Option<&RestStub>,
     state: &Path,
     log_level: &str,
@@ -207,17 +208,11 @@ fn command(
         Client::Shard(exe) => {
             let mut c = bare(exe);
             c.args(["--shard-client", url, "--events", &events]);
-            if compress {
-                c.arg("--compress");
-            }
+            c.args(["--compress", wire.name()]);
             c
         }
         Client::Twilight(dir) => {
-            let exe = dir.join(if compress {
-                "twilight-flood-zlib"
-            } else {
-                "twilight-flood-plain"
-            });
+            let exe = dir.join(format!("twilight-flood-{}", wire.name()));
             let mut c = bare(&exe);
             c.args(["--gateway", url, "--events", &events]);
             c
@@ -225,8 +220,7 @@ fn command(
         Client::Bridge(exe) => {
             // The owner is someone else, so the end marker's stranger gets
             // a pairing code.
-            let config =
-                serde_json::json!({"owner_id": "900000000000000042", "compress": compress});
+            let config = serde_json::json!({"owner_id": "900000000000000042", "compress": wire.config_value()});
             let path = state.join("config.json");
             std::fs::write(&path, config.to_string())
                 .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -396,11 +390,11 @@ impl Watch<'_> {
 pub fn measure(
     client: &Client,
     case: Case,
-    compress: bool,
+    wire: Wire,
     client_logs: &ClientLogs,
     tag: &str,
 ) -> Outcome {
-    match measure_inner(client, case, compress, client_logs, tag) {
+    match measure_inner(client, case, wire, client_logs, tag) {
         Ok(outcome) => outcome,
         Err(verdict) => Outcome {
             verdict,
@@ -412,7 +406,7 @@ pub fn measure(
 fn measure_inner(
     client: &Client,
     case: Case,
-    compress: bool,
+    wire: Wire,
     client_logs: &ClientLogs,
     tag: &str,
 ) -> Result<Outcome, String> {
@@ -432,7 +426,7 @@ fn measure_inner(
         client,
         &server.url(),
         case,
-        compress,
+        wire,
         stub.as_ref(),
         state.path(),
         &client_logs.level,

@@ -309,7 +309,7 @@ fn serve(
     first: bool,
 ) -> Result<(), String> {
     let target = ws::accept(&mut stream).map_err(|e| format!("handshake: {e}"))?;
-    let compress = target.contains("compress=zlib-stream");
+    let wire = crate::compression::Wire::of_target(&target);
     let _ = stream.set_nodelay(true);
     let read_half = stream.try_clone().map_err(|e| e.to_string())?;
     let (to_writer, heard) = mpsc::channel();
@@ -322,7 +322,7 @@ fn serve(
         shared,
         conn,
         stream,
-        encoder: Encoder::new(compress),
+        encoder: Encoder::new(wire),
         heard,
         buf: Vec::with_capacity(2 * BATCH),
         in_write: Duration::ZERO,

@@ -1,4 +1,4 @@
-//! `flood_bench --shard-client URL --events N [--compress]`: smolcord's
+//! `flood_bench --shard-client URL --events N [--compress plain|zlib|zstd]`: smolcord's
 //! shard alone as the child under test. It decodes every MESSAGE_CREATE
 //! into `smolcord::protocol::Message`, as a real consumer would, checks the
 //! sequence numbers, prints the summary line after N of them, and keeps
@@ -6,11 +6,11 @@
 
 use crate::tally::Tally;
 use smolcord::protocol::{Intents, Message};
-use smolcord::shard::{Shard, ShardConfig, ShardEvent};
+use smolcord::shard::{Compression, Shard, ShardConfig, ShardEvent};
 use smolcord::token::Token;
 use std::io::Write;
 
-pub fn run(gateway_url: String, events: u64, compress: bool) -> Result<(), String> {
+pub fn run(gateway_url: String, events: u64, compress: Compression) -> Result<(), String> {
     let token = Token::new("flood-bench-token").ok_or("blank token")?;
     let mut config = ShardConfig::new(token, Intents::DIRECT_MESSAGES);
     config.gateway_url = Some(gateway_url);

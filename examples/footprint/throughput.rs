@@ -60,7 +60,11 @@ pub fn measure(events: u64, compress: bool, block_on: BlockOn) -> Result<Rate, S
     let token = Token::new(DEFAULT_SIM_TOKEN).ok_or("the simulator token is blank")?;
     let mut config = ShardConfig::new(token, Intents::DIRECT_MESSAGES);
     config.gateway_url = Some(sim.gateway_url());
-    config.compress = compress;
+    config.compress = if compress {
+        smolcord::shard::Compression::Zlib
+    } else {
+        smolcord::shard::Compression::None
+    };
     let (shard, handle) = Shard::new(config);
     let ex = smol::LocalExecutor::new();
     let driver = ex.spawn(shard.run());

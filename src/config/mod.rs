@@ -38,6 +38,7 @@ pub use error::ConfigError;
 
 use crate::shard::ShardRange;
 use crate::token::Token;
+use crate::transport::Compression;
 
 /// The environment, as a lookup function (`std::env::var(..).ok()` in
 /// production, a map in tests).
@@ -76,9 +77,10 @@ pub struct Config {
     /// `[shard_id, shard_count]`.
     #[serde(default = "default_shard", deserialize_with = "parse::shard")]
     pub shard: [u32; 2],
-    /// Ask for zlib-stream transport compression.
-    #[serde(default)]
-    pub compress: bool,
+    /// Transport compression: `true` or `"zlib"` (zlib-stream), `"zstd"`
+    /// (zstd-stream), `false` (none).
+    #[serde(default, deserialize_with = "parse::compression")]
+    pub compress: Compression,
     /// The owner's user id (snowflake).
     #[serde(default, deserialize_with = "parse::opt_snowflake")]
     pub owner_id: Option<String>,

@@ -15,6 +15,8 @@ use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::transport::Compression;
+
 use super::{
     default_agent_concurrency, default_agent_timeout_s, default_api_base,
     default_dm_fallback_timeout_s, default_heartbeat_warn_ms, default_intents,
@@ -66,7 +68,7 @@ pub(super) fn defaults() -> Config {
         state_dir: Default::default(),
         intents: default_intents(),
         shard: default_shard(),
-        compress: false,
+        compress: Compression::None,
         owner_id: None,
         allowed_user_ids: Vec::new(),
         tofu: false,
@@ -250,6 +252,33 @@ pub(super) fn snowflakes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>,
         .into_iter()
         .map(|s| s.0)
         .collect())
+}
+
+/// `compress`: `true`/`false` as before zstd (zlib-stream / none), or the
+/// name of the stream: `"zlib"`, `"zstd"`.
+pub(super) fn compression<'de, D: Deserializer<'de>>(d: D) -> Result<Compression, D::Error> {
+    struct CompressionVisitor;
+    impl Visitor<'_> for CompressionVisitor {
+        type Value = Compression;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(r#"true, false, "zlib" or "zstd""#)
+        }
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Compression, E> {
+            Ok(if v {
+                Compression::Zlib
+            } else {
+                Compression::None
+            })
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Compression, E> {
+            match v {
+                "zlib" => Ok(Compression::Zlib),
+                "zstd" => Ok(Compression::Zstd),
+                _ => Err(E::invalid_value(Unexpected::Str(v), &self)),
+            }
+        }
+    }
+    d.deserialize_any(CompressionVisitor)
 }
 
 /// `[id, count]`, with a message that says so when the length is wrong.

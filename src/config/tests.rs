@@ -141,7 +141,8 @@ fn every_listed_key_is_a_config_key() {
         "\"/x\"",
         "1",
         "[0, 1]",
-        "true",
+        // `compress`: false, so the minimal build (no zlib, no zstd) parses it too.
+        "false",
         "\"1\"",
         "[]",
         "true",
@@ -264,4 +265,24 @@ fn typo_gets_a_suggestion() {
         err.to_string().contains("the keys are: gateway_url,"),
         "{err}"
     );
+}
+
+#[test]
+fn a_compression_this_build_lacks_is_refused_naming_the_key() {
+    for (value, has_it, feature) in [
+        (r#""zstd""#, cfg!(feature = "zstd"), "zstd"),
+        ("true", cfg!(feature = "zlib"), "zlib"),
+    ] {
+        let result = parse(&format!(r#"{{"compress": {value}}}"#));
+        if has_it {
+            assert!(result.is_ok(), "{value}: {:?}", result.err());
+        } else {
+            let text = result.unwrap_err().to_string();
+            assert!(text.contains("`compress`"), "{value}: {text}");
+            assert!(
+                text.contains(&format!("feature `{feature}`")),
+                "{value}: {text}"
+            );
+        }
+    }
 }

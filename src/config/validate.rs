@@ -40,10 +40,10 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
             format!("{base:?} must be an http:// or https:// URL without a query (also settable by SMOLCORD_API_BASE)"),
         );
     }
-    if config.compress && !cfg!(feature = "zlib") {
+    if let Some(feature) = config.compress.missing_feature() {
         return fail(
             "compress",
-            "this build has no zlib support (feature `zlib`)".into(),
+            format!("this build has no {feature} support (feature `{feature}`)"),
         );
     }
     for (key, argv) in [

@@ -78,6 +78,8 @@ pub mod ratelimit;
 pub mod session;
 mod set;
 
+/// Transport compression, re-exported for [`ShardConfig::compress`].
+pub use crate::transport::Compression;
 pub use backoff::Backoff;
 pub use history::{EndReason, SessionHistory, StartKind};
 pub use identify_budget::{IdentifyBudget, SessionStartLimit};
@@ -131,8 +133,8 @@ pub struct ShardConfig {
     pub gateway_url: Option<String>,
     /// Source of `GET /gateway/bot` (URL and identify budget), if any.
     pub gateway_info: Option<GatewayInfoSource>,
-    /// Ask for zlib-stream transport compression.
-    pub compress: bool,
+    /// Transport compression to ask for.
+    pub compress: Compression,
     /// Identify's `large_threshold`.
     pub large_threshold: Option<u8>,
     /// Identify's `properties` (operating system, library name).
@@ -251,7 +253,7 @@ impl ShardConfig {
             shard: [0, 1],
             gateway_url: None,
             gateway_info: None,
-            compress: false,
+            compress: Compression::None,
             large_threshold: None,
             properties: ConnectionProperties::default(),
             presence: PresenceUpdate::online(),

@@ -14,6 +14,7 @@ use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
 use super::tls::SimStream;
 use super::zlib::{compress_payload, ZlibStream};
+use super::zstd::ZstdStream;
 use super::{members, payload_checks};
 use crate::protocol::{CloseCode, Frame, OpCode, MAX_PAYLOAD_BYTES};
 use crate::wire::{Direction, WireTrace};
@@ -78,7 +79,8 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut http: HttpConn, request: Requ
 struct Params {
     /// Close code and reason if the parameters are refused.
     refusal: Option<(u16, String)>,
-    zlib_stream: bool,
+    /// The `compress` value served (`zlib-stream`, `zstd-stream`), if any.
+    compression: Option<&'static str>,
 }
 
 fn read_params(request: &Request) -> Params {
@@ -104,17 +106,19 @@ fn read_params(request: &Request) -> Params {
             )))
         }
     }
-    let zlib_stream = match request.query_param("compress") {
-        None => false,
-        Some("zlib-stream") => true,
+    let compression = match request.query_param("compress") {
+        None => None,
+        Some("zlib-stream") => Some("zlib-stream"),
+        Some("zstd-stream") => Some("zstd-stream"),
         Some(other) => {
+            // Discord ignores an unknown value the same way.
             log::info!("sim: compress={other} is not supported; sending uncompressed text frames");
-            false
+            None
         }
     };
     Params {
         refusal,
-        zlib_stream,
+        compression,
     }
 }
 
@@ -150,7 +154,7 @@ async fn run(
             );
         }
         if let Some(stats) = state.stats.conn(id) {
-            stats.compression = params.zlib_stream.then(|| "zlib-stream".to_owned());
+            stats.compression = params.compression.map(str::to_owned);
             stats.user_agent = request.header("user-agent").map(str::to_owned);
         }
         state.emit(SimEvent::Connected {
@@ -186,10 +190,14 @@ async fn run(
         Some((code, reason)) => reader.close(code, &reason),
         None => reader.hello(interval),
     }
-    let zlib = params.zlib_stream.then(ZlibStream::new);
+    let stream = match params.compression {
+        Some("zlib-stream") => StreamCompression::Zlib(ZlibStream::new()),
+        Some(_) => StreamCompression::Zstd(ZstdStream::new()),
+        None => StreamCompression::None,
+    };
     let shared = reader.shared.clone();
     let writer = async {
-        write_frames(&shared, sender, out_rx, zlib, &trace).await;
+        write_frames(&shared, sender, out_rx, stream, &trace).await;
         pending::<()>().await
     };
     or(reader.read_loop(receiver, cmd_rx), writer).await;
@@ -202,21 +210,31 @@ async fn wait_until(at: Instant) {
     }
 }
 
+/// A connection's transport compression context.
+enum StreamCompression {
+    None,
+    Zlib(ZlibStream),
+    Zstd(ZstdStream),
+}
+
 /// Sends queued frames in order until a close frame or a send error.
 async fn write_frames(
     shared: &Shared,
     mut sender: WebSocketSender<SimStream>,
     queue: async_channel::Receiver<Out>,
-    mut zlib: Option<ZlibStream>,
+    mut stream: StreamCompression,
     trace: &WireTrace,
 ) {
     let mut payload_compression = false;
     let mut encode = |text: String, payload_compression: bool| {
         trace.sent(&text);
-        match zlib.as_mut() {
-            Some(stream) => Message::binary(stream.compress(text.as_bytes())),
-            None if payload_compression => Message::binary(compress_payload(text.as_bytes())),
-            None => Message::text(text),
+        match &mut stream {
+            StreamCompression::Zlib(zlib) => Message::binary(zlib.compress(text.as_bytes())),
+            StreamCompression::Zstd(zstd) => Message::binary(zstd.compress(text.as_bytes())),
+            StreamCompression::None if payload_compression => {
+                Message::binary(compress_payload(text.as_bytes()))
+            }
+            StreamCompression::None => Message::text(text),
         }
     };
     // A flood in progress: its frames are made one at a time, and anything

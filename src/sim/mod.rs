@@ -33,8 +33,10 @@
 //! Hello (`heartbeat_interval` from the config) on connect. Query: `v` 9,
 //! 10 or absent (else close 4012; Discord still serves 6-8), `encoding`
 //! json or absent (else 4002), `compress=zlib-stream` (one deflate context
-//! per connection, every message a binary frame ending `00 00 ff ff`);
-//! other `compress` values are ignored (plain text frames). Identify
+//! per connection, every message a binary frame ending `00 00 ff ff`) or
+//! `compress=zstd-stream` (one zstd context per connection, level 3, every
+//! message one binary frame flushed without ending the zstd frame); other
+//! `compress` values are ignored (plain text frames). Identify
 //! `compress: true` without transport compression: every later frame is a
 //! self-contained zlib binary frame. Commands: over 4096 bytes 4002, not
 //! JSON 4002, unknown or server-only opcode 4001, bad payload for an opcode
@@ -164,6 +166,7 @@ mod state;
 mod stats;
 mod tls;
 mod zlib;
+mod zstd;
 
 pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};

@@ -115,7 +115,7 @@ pub struct ConnStats {
     pub path: String,
     /// Query string as sent.
     pub query: String,
-    /// `zlib-stream`, `payload` (Identify `compress: true`) or null.
+    /// `zlib-stream`, `zstd-stream`, `payload` (Identify `compress: true`) or null.
     pub compression: Option<String>,
     /// The handshake's `User-Agent` header, if any.
     pub user_agent: Option<String>,

@@ -1,7 +1,7 @@
 //! transport: one gateway WebSocket connection, `ws://` or `wss://`
 //! (rustls with compiled-in webpki roots, so it works in a `FROM scratch`
-//! image, plus any extra CA: see [`tls`]), with optional zlib-stream
-//! inflation.
+//! image, plus any extra CA: see [`tls`]), with optional zlib-stream or
+//! zstd-stream decompression ([`Compression`]).
 //!
 //! A [`Connection`] hands out complete gateway messages as text and accepts
 //! text to send. [`Connection::next_message`] is cancel-safe: partial
@@ -18,14 +18,21 @@
 //! Every message in and out, and the close, goes through the connection's
 //! [`WireTrace`] (`RUST_LOG=smolcord::wire=trace`; free when off).
 
+mod compression;
 #[cfg(feature = "zlib")]
 mod inflate;
 pub mod tls;
 mod url;
+#[cfg(feature = "zstd")]
+mod zstd;
 
+pub use compression::Compression;
+use compression::Decompressor;
 #[cfg(feature = "zlib")]
 pub use inflate::{InflateError, Inflater};
 pub use url::gateway_connect_url;
+#[cfg(feature = "zstd")]
+pub use zstd::{ZstdError, ZstdInflater, MAX_WINDOW_LOG as ZSTD_MAX_WINDOW_LOG};
 
 use crate::rt::{TcpStream, Timer};
 use crate::wire::{Direction, WireTrace};
@@ -143,28 +150,28 @@ pub struct Connection {
     ws: WebSocketStream<ClientStream<TcpStream>>,
     limits: Limits,
     trace: WireTrace,
-    #[cfg(feature = "zlib")]
-    inflater: Option<Inflater>,
+    decompressor: Decompressor,
 }
 
 impl Connection {
     /// Connects to `base_url` with `?v=10&encoding=json` (and
-    /// `&compress=zlib-stream` when `compress`), giving up after `timeout`.
+    /// `&compress=zlib-stream` or `zstd-stream`), giving up after `timeout`.
     /// The handshake carries `user_agent` (Discord does not need one on the
     /// gateway; some proxies and gateways do). Frames are traced to `trace`.
     pub async fn connect(
         base_url: &str,
-        compress: bool,
+        compress: Compression,
         timeout: Duration,
         limits: Limits,
         user_agent: &str,
         trace: WireTrace,
     ) -> Result<Connection, TransportError> {
-        #[cfg(not(feature = "zlib"))]
-        if compress {
+        if let Some(feature) = compress.missing_feature() {
             return Err(TransportError::Connect {
                 url: base_url.to_owned(),
-                detail: "compression was asked for but this build has no `zlib` feature".into(),
+                detail: format!(
+                    "compression {compress:?} was asked for but this build has no `{feature}` feature"
+                ),
             });
         }
         let url = gateway_connect_url(base_url, compress);
@@ -214,8 +221,7 @@ impl Connection {
                     ws,
                     limits,
                     trace,
-                    #[cfg(feature = "zlib")]
-                    inflater: compress.then(|| Inflater::with_limit(limits.max_message_bytes)),
+                    decompressor: Decompressor::new(compress, limits.max_message_bytes),
                 })
             }
             None => Err(TransportError::ConnectTimeout {
@@ -264,27 +270,8 @@ impl Connection {
         }
     }
 
-    #[cfg(feature = "zlib")]
     fn inflate(&mut self, bytes: &[u8]) -> Result<Option<String>, TransportError> {
-        match self.inflater.as_mut() {
-            Some(inflater) => inflater.push(bytes).map_err(|err| match err {
-                InflateError::TooLarge(_) => TransportError::TooLarge {
-                    detail: err.to_string(),
-                    limit: self.limits.max_message_bytes,
-                },
-                other => TransportError::Decode(other.to_string()),
-            }),
-            None => Err(TransportError::Decode(
-                "binary frame on an uncompressed connection".into(),
-            )),
-        }
-    }
-
-    #[cfg(not(feature = "zlib"))]
-    fn inflate(&mut self, _bytes: &[u8]) -> Result<Option<String>, TransportError> {
-        Err(TransportError::Decode(
-            "binary frame on an uncompressed connection".into(),
-        ))
+        self.decompressor.push(bytes, self.limits.max_message_bytes)
     }
 
     /// Sends one gateway message.

@@ -1,13 +1,15 @@
 //! Building the gateway connect URL.
 
-/// `base` plus `?v=10&encoding=json` (and `&compress=zlib-stream`), keeping
-/// any path the base has (the resume URL) and adding `/` when it has none.
-pub fn gateway_connect_url(base: &str, compress: bool) -> String {
-    let compress = if compress {
-        "&compress=zlib-stream"
-    } else {
-        ""
-    };
+use super::Compression;
+
+/// `base` plus `?v=10&encoding=json` (and `&compress=zlib-stream` or
+/// `zstd-stream`), keeping any path the base has (the resume URL) and adding
+/// `/` when it has none.
+pub fn gateway_connect_url(base: &str, compress: Compression) -> String {
+    let compress = compress
+        .query_value()
+        .map(|value| format!("&compress={value}"))
+        .unwrap_or_default();
     let params = format!("v={}&encoding=json{compress}", crate::protocol::API_VERSION);
     if base.contains('?') {
         return format!("{base}&{params}");
@@ -24,19 +26,23 @@ mod tests {
     #[test]
     fn adds_version_encoding_and_compression() {
         assert_eq!(
-            gateway_connect_url("wss://gateway.discord.gg", false),
+            gateway_connect_url("wss://gateway.discord.gg", Compression::None),
             "wss://gateway.discord.gg/?v=10&encoding=json"
         );
         assert_eq!(
-            gateway_connect_url("wss://gateway.discord.gg/", true),
+            gateway_connect_url("wss://gateway.discord.gg/", Compression::Zlib),
             "wss://gateway.discord.gg/?v=10&encoding=json&compress=zlib-stream"
         );
         assert_eq!(
-            gateway_connect_url("ws://127.0.0.1:9/resume", false),
+            gateway_connect_url("wss://gateway.discord.gg/", Compression::Zstd),
+            "wss://gateway.discord.gg/?v=10&encoding=json&compress=zstd-stream"
+        );
+        assert_eq!(
+            gateway_connect_url("ws://127.0.0.1:9/resume", Compression::None),
             "ws://127.0.0.1:9/resume?v=10&encoding=json"
         );
         assert_eq!(
-            gateway_connect_url("ws://h/x?a=1", false),
+            gateway_connect_url("ws://h/x?a=1", Compression::None),
             "ws://h/x?a=1&v=10&encoding=json"
         );
     }

@@ -9,6 +9,7 @@ use flate2::{Decompress, FlushDecompress};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, StreamExt};
 use serde_json::{json, Value};
 use smolcord::sim::{SimConfig, Simulator, DEFAULT_SIM_TOKEN, SYNC_FLUSH_SUFFIX};
+use smolcord::transport::ZstdInflater;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -51,6 +52,8 @@ pub enum Inflate {
     Stream,
     /// Identify `compress: true`: each binary frame on its own.
     Payload,
+    /// zstd-stream: one context for the connection, one message per frame.
+    Zstd,
 }
 
 /// What the client saw next.
@@ -69,7 +72,10 @@ pub struct Client {
     pub ws: WebSocketStream<TcpStream>,
     pub mode: Inflate,
     inflate: Decompress,
+    unzstd: ZstdInflater,
     pending: Vec<u8>,
+    /// What each binary frame decompressed to (zstd-stream), in order.
+    pub binary_texts: Vec<String>,
     /// Raw binary frames received (for framing checks).
     pub binary_frames: Vec<Vec<u8>>,
     pub text_frames: usize,
@@ -95,6 +101,8 @@ impl Client {
         .expect("websocket handshake");
         let mode = if path_and_query.contains("compress=zlib-stream") {
             Inflate::Stream
+        } else if path_and_query.contains("compress=zstd-stream") {
+            Inflate::Zstd
         } else {
             Inflate::None
         };
@@ -102,7 +110,9 @@ impl Client {
             ws,
             mode,
             inflate: Decompress::new(true),
+            unzstd: ZstdInflater::new(),
             pending: Vec::new(),
+            binary_texts: Vec::new(),
             binary_frames: Vec::new(),
             text_frames: 0,
             last_seq: None,
@@ -209,6 +219,11 @@ impl Client {
                             let input = std::mem::take(&mut self.pending);
                             String::from_utf8(inflate_all(&mut self.inflate, &input))
                                 .expect("inflated UTF-8")
+                        }
+                        Inflate::Zstd => {
+                            let text = self.unzstd.push(&bytes).expect("zstd-stream message");
+                            self.binary_texts.push(text.clone());
+                            text
                         }
                     }
                 }

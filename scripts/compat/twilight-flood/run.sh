@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the twilight peer (twice: twilight picks its compression at compile
-# time, so one binary speaks plain text and one zlib-stream), smolcord and
+# Builds the twilight peer (three times: twilight picks its compression at
+# compile time, so one binary speaks plain text, one zlib-stream and one
+# zstd-stream; the three share one target dir, so their common crates are
+# built once), smolcord and
 # the flood benchmark (release, smolcord's profile for all three), then runs
 # examples/flood_bench with the peer; extra arguments go to the benchmark.
 #
@@ -18,14 +20,14 @@ TARGET="${CARGO_TARGET_DIR:-$REPO/target}"
 OUT="$TARGET/compat-twilight-flood"
 mkdir -p "$OUT/bin"
 
-for variant in plain zlib; do
+for variant in plain zlib zstd; do
     features=()
-    [[ $variant == zlib ]] && features=(--features zlib)
-    (cd "$HERE" && CARGO_TARGET_DIR="$OUT/$variant" CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}" \
+    [[ $variant != plain ]] && features=(--features "$variant")
+    (cd "$HERE" && CARGO_TARGET_DIR="$OUT/build" CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-1}" \
         nice -n 10 cargo build --quiet --locked --release "${features[@]}")
-    cp "$OUT/$variant/release/twilight-flood" "$OUT/bin/twilight-flood-$variant"
+    cp "$OUT/build/release/twilight-flood" "$OUT/bin/twilight-flood-$variant"
 done
-echo "twilight peer: $OUT/bin/twilight-flood-{plain,zlib}" >&2
+echo "twilight peer: $OUT/bin/twilight-flood-{plain,zlib,zstd}" >&2
 [[ -n "${TWILIGHT_FLOOD_BUILD_ONLY:-}" ]] && exit 0
 
 cd "$REPO"
