@@ -11,14 +11,24 @@
 source "$(dirname "$0")/../lib.sh"
 NAME=discord.py
 VERSION="${DISCORDPY_VERSION:-2.7.1}"
-VENV="$TARGET/compat-venv/discordpy"
+# discord.py asks for zlib-stream, or zstd-stream when the optional
+# `zstandard` package is installed: COMPAT_DISCORDPY_ZSTD=1 (what
+# ../discordpy-zstd/run.sh sets) runs it that way, from a venv of its own.
+if [[ -n "${COMPAT_DISCORDPY_ZSTD:-}" ]]; then
+    NAME="discord.py+zstandard"
+    VENV="$TARGET/compat-venv/discordpy-zstd"
+    PACKAGES=("discord.py==$VERSION" "zstandard")
+    COMPRESSION=zstd-stream
+else
+    VENV="$TARGET/compat-venv/discordpy"
+    PACKAGES=("discord.py==$VERSION")
+    COMPRESSION=zlib-stream
+fi
 
 if ! "$VENV/bin/python" -c "import discord, sys; sys.exit(discord.__version__ != '$VERSION')" 2>/dev/null; then
     python3 -m venv "$VENV" || fail "$NAME" "python3 -m venv failed (apt-get install python3-venv?)"
-    # Plain discord.py: without the optional `zstandard` package it asks
-    # for zlib-stream, which the simulator speaks.
-    timeout 600 "$VENV/bin/pip" install --quiet --disable-pip-version-check "discord.py==$VERSION" \
-        >"$WORK/pip.log" 2>&1 || fail "$NAME" "pip install discord.py==$VERSION failed"
+    timeout 600 "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PACKAGES[@]}" \
+        >"$WORK/pip.log" 2>&1 || fail "$NAME" "pip install ${PACKAGES[*]} failed"
 fi
 
 build_smolcord "$NAME"
@@ -40,6 +50,6 @@ no_library_warnings "$NAME $VERSION" "$WORK/bot.log" \
 
 CHANNEL="$(result_field "$WORK/result.json" channel_id)"
 REPLY="$(result_field "$WORK/result.json" reply)"
-check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream --resume \
+check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression "$COMPRESSION" --resume \
     --rate-limited 2 ||
     fail_logs "$WORK/bot.log"

@@ -32,5 +32,5 @@ no_library_warnings "$NAME $VERSION" "$WORK/bot.log"
 
 CHANNEL="$(result_field "$WORK/result.json" channel_id)"
 REPLY="$(result_field "$WORK/result.json" reply)"
-check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zlib-stream --resume ||
+check "$NAME $VERSION" --channel "$CHANNEL" --reply "$REPLY" --compression zstd-stream --resume ||
     fail_logs "$WORK/bot.log"
