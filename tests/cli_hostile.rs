@@ -78,3 +78,181 @@ fn the_agent_cannot_read_the_bridges_environment() {
     child.terminate();
     assert!(child.wait(BOUND).success(), "{}", child.stderr());
 }
+
+#[test]
+fn a_second_bridge_on_the_same_state_dir_exits_at_once_naming_the_first() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut first = start(&sim, state.path());
+    wait_identified(&sim);
+
+    let mut second = start(&sim, state.path());
+    let status = second.wait(BOUND);
+    let stderr = second.stderr();
+    assert_eq!(status.code(), Some(73), "{stderr}");
+    let holder = format!("pid {}", first.pid().as_raw_nonzero());
+    assert!(
+        stderr.contains("another smolcord") && stderr.contains(&holder),
+        "{stderr}"
+    );
+    assert_eq!(sim.stats().totals.identifies, 1, "the second one connected");
+
+    // The tools beside a running bridge take no lock.
+    let tool = |args: &[&str]| {
+        let mut tool = Smolcord::spawn(
+            args,
+            [("SMOLCORD_STATE_DIR", state.path().display().to_string())],
+        );
+        let status = tool.wait(BOUND);
+        (status, format!("{}{}", tool.stdout(), tool.stderr()))
+    };
+    // Answered live by the first (healthy or not: a fresh session has no
+    // heartbeat ACK yet).
+    let (_, out) = tool(&["status", "--json"]);
+    let pid = format!("\"pid\":{}", first.pid().as_raw_nonzero());
+    assert!(out.contains(&pid), "{out}");
+    let (status, out) = tool(&["failures"]);
+    assert!(status.success(), "{out}");
+    let (_, dm) = sim.send_dm(77, "stranger", "let me in");
+    let offer = wait_until_blocking("a pairing code", BOUND, || {
+        sim.messages_in(dm)
+            .into_iter()
+            .find(|m| m.content.contains("smolcord pair "))
+            .map(|m| m.content)
+    });
+    let at = offer.find("smolcord pair ").unwrap() + 14;
+    let (status, out) = tool(&["pair", &offer[at..at + 8]]);
+    assert!(status.success() && out.contains("approved"), "{out}");
+
+    first.terminate();
+    assert!(first.wait(BOUND).success(), "{}", first.stderr());
+    // Released with the holder: the next start runs.
+    let mut third = start(&sim, state.path());
+    sim_saw(&sim, "a resume", BOUND, |e| {
+        matches!(e, SimEvent::Resumed { .. })
+    });
+    third.terminate();
+    assert!(third.wait(BOUND).success(), "{}", third.stderr());
+}
+
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(made.expect("mkfifo").success(), "mkfifo {}", path.display());
+}
+
+/// `smolcord run ARGS` exits non-zero soon, saying each of `needles`.
+fn refused_at_start(sim: &Simulator, state: &Path, args: &[&str], needles: &[&str]) {
+    let started = std::time::Instant::now();
+    let mut child = Smolcord::spawn(args, env(sim, state));
+    let status = child.wait(BOUND);
+    let stderr = child.stderr();
+    assert!(!status.success(), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "no {needle:?} in: {stderr}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(sim.stats().totals.identifies, 0, "it connected anyway");
+}
+
+#[test]
+fn a_fifo_or_a_link_to_dev_zero_as_a_state_file_stops_the_start_naming_it() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    mkfifo(&state.path().join("session.json"));
+    refused_at_start(&sim, state.path(), &["run"], &["session.json", "a FIFO"]);
+
+    let state = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/zero", state.path().join("runtime.json")).unwrap();
+    refused_at_start(
+        &sim,
+        state.path(),
+        &["run"],
+        &["runtime.json", "a symbolic link"],
+    );
+
+    let state = tempfile::tempdir().unwrap();
+    mkfifo(&state.path().join("access.json.bak"));
+    refused_at_start(&sim, state.path(), &["run"], &["access.json.bak", "a FIFO"]);
+}
+
+#[test]
+fn a_fifo_or_dev_zero_as_the_config_or_token_file_stops_the_start_naming_it() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let fifo = state.path().join("config-fifo.json");
+    mkfifo(&fifo);
+    let shown = fifo.display().to_string();
+    refused_at_start(
+        &sim,
+        state.path(),
+        &["run", "--config", &shown],
+        &["config", &shown, "is a FIFO"],
+    );
+
+    // A link is followed (Kubernetes mounts config as links), to a regular
+    // file only.
+    let zero = state.path().join("config-zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let shown = zero.display().to_string();
+    refused_at_start(
+        &sim,
+        state.path(),
+        &["run", "--config", &shown],
+        &["config", &shown, "is a device"],
+    );
+
+    let token = state.path().join("token-fifo");
+    mkfifo(&token);
+    let config = state.path().join("config.json");
+    let text = serde_json::json!({ "token_file": token }).to_string();
+    std::fs::write(&config, text).unwrap();
+    let mut child = Smolcord::spawn(
+        &["run"],
+        env(&sim, state.path())
+            .into_iter()
+            .filter(|(name, _)| *name != "DISCORD_TOKEN"),
+    );
+    let status = child.wait(BOUND);
+    let stderr = child.stderr();
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("token_file") && stderr.contains("is a FIFO"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_stop_signal_during_the_start_exits_at_once() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // A REST API that takes the connection and never answers: the start
+    // waits on `GET /gateway/bot` for the shard count (15 s a try, 3 tries).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
+    let api = format!("http://{}/api/v10", silent.local_addr().unwrap());
+    let config = state.path().join("config.json");
+    std::fs::write(&config, r#"{"shards": "auto"}"#).unwrap();
+    let mut vars = env(&sim, state.path());
+    vars.retain(|(name, _)| *name != "SMOLCORD_API_BASE");
+    vars.push(("SMOLCORD_API_BASE", api));
+    let mut child = Smolcord::spawn(&["run"], vars);
+    let _held = wait_until_blocking("the start asking the API", BOUND, || silent.accept().ok());
+    let asked = std::time::Instant::now();
+    child.terminate();
+    let status = child.wait(BOUND);
+    assert!(status.success(), "{}", child.stderr());
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "SIGTERM took {:?}",
+        asked.elapsed()
+    );
+    assert!(
+        child.stderr().contains("stop signal during the start"),
+        "{}",
+        child.stderr()
+    );
+}

@@ -51,6 +51,7 @@ mod report;
 pub mod restart;
 mod results;
 pub mod spool;
+pub mod state_files;
 mod throttle;
 mod tool;
 mod transcribe;
