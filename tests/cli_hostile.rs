@@ -256,3 +256,28 @@ fn a_stop_signal_during_the_start_exits_at_once() {
         child.stderr()
     );
 }
+
+#[test]
+fn nul_bytes_and_terminal_escapes_in_agent_output_are_not_posted() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let script =
+        r"cat > /dev/null; printf 'reply:\000 \033[1;31mred\033[0m \033]0;title\007done\r\n'";
+    let config = serde_json::json!({
+        "allowed_user_ids": ["42"],
+        "agent_cmd": ["/bin/sh", "-c", script],
+    });
+    std::fs::write(state.path().join("config.json"), config.to_string()).unwrap();
+    let mut child = start(&sim, state.path());
+    wait_identified(&sim);
+    let (_, channel) = sim.send_dm(42, "alice", "colours please");
+    let reply = wait_until_blocking("the agent's reply", BOUND, || {
+        sim.messages_in(channel)
+            .into_iter()
+            .find(|m| m.content.starts_with("reply:"))
+            .map(|m| m.content)
+    });
+    assert_eq!(reply, "reply: red done");
+    child.terminate();
+    assert!(child.wait(BOUND).success(), "{}", child.stderr());
+}

@@ -50,6 +50,7 @@ mod queue;
 mod report;
 pub mod restart;
 mod results;
+mod shown;
 pub mod spool;
 pub mod state_files;
 mod throttle;
