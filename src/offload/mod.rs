@@ -33,6 +33,7 @@ mod command;
 mod error;
 mod fs;
 mod json;
+mod leftovers;
 mod lock;
 mod supervise;
 
@@ -44,6 +45,7 @@ pub use fs::{
     read_capped, remove_file, rename_durable, size_and_last_byte, FileKind, STATE_FILE_MAX_BYTES,
 };
 pub use json::{read_json, Fallback};
+pub use leftovers::MARKER_VAR;
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.
