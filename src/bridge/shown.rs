@@ -8,7 +8,7 @@
 //! NUL or bell is at best invisible, at worst cuts the text in some client
 //! or log. The same reply read later in a terminal (`reply.txt` saved, the
 //! fallback command's log) would *run* the escapes. So every reply and
-//! result passes through [`visible`] on its way out ([`super::delivery`]):
+//! result passes through [`visible`] on its way out (delivery's `Plan::new`):
 //! escape sequences go whole (CSI with its parameters, OSC up to its BEL or
 //! ST, any other two-byte `ESC X`), and so does every other C0 and C1
 //! control character and DEL, except the two that are text: line feed and
