@@ -336,7 +336,7 @@ fn refused_fast<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T 
 }
 
 #[test]
-fn a_dev_zero_config_is_refused_fast_naming_the_file_and_the_cap() {
+fn a_dev_zero_config_is_refused_fast_naming_the_file() {
     let err = refused_fast(|| {
         load(
             Some(Path::new("/dev/zero")),
@@ -346,7 +346,7 @@ fn a_dev_zero_config_is_refused_fast_naming_the_file_and_the_cap() {
     });
     let text = err.to_string();
     assert!(
-        text.contains("config /dev/zero") && text.contains("larger than 1048576 bytes"),
+        text.contains("config /dev/zero") && text.contains("is a device, not a regular file"),
         "{text}"
     );
     // SMOLCORD_CONFIG takes the same road.
@@ -360,10 +360,7 @@ fn a_dev_zero_config_is_refused_fast_naming_the_file_and_the_cap() {
         )
         .unwrap_err()
     });
-    assert!(
-        err.to_string().contains("larger than 1048576 bytes"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("is a device"), "{err}");
 }
 
 #[test]
@@ -389,13 +386,13 @@ fn an_oversized_regular_config_is_refused_and_one_at_the_cap_is_read() {
 }
 
 #[test]
-fn a_dev_zero_token_file_is_refused_fast_naming_the_file_and_the_cap() {
+fn a_dev_zero_token_file_is_refused_fast_naming_the_file() {
     let mut config = Config::with_state_dir("/s");
     config.token_file = Some(PathBuf::from("/dev/zero"));
     let err = refused_fast(move || smol::block_on(config.token(&env_of(&[]))).unwrap_err());
     let text = err.to_string();
     assert!(
-        text.contains("token_file /dev/zero") && text.contains("larger than 4096 bytes"),
+        text.contains("token_file /dev/zero") && text.contains("is a device, not a regular file"),
         "{text}"
     );
 }

@@ -3,6 +3,8 @@
 // Tests may block: they write fixture files and inspect /proc directly.
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+mod support;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
@@ -396,4 +398,47 @@ fn a_command_that_closes_stdout_before_its_timeout_says_so() {
     assert_eq!(open.stdout_text(), "half");
     let quick = run(spec(&["echo", "hi"], SHORT)).expect("run");
     assert!(quick.stdout_closed_in_time && !quick.timed_out, "{quick:?}");
+}
+
+#[test]
+fn a_process_that_escapes_the_group_with_setsid_is_named_in_the_log() {
+    let _serial = support::logs::serial();
+    let dir = tempfile::tempdir().unwrap();
+    // The daemon is in its own session before the command ends (else the
+    // group's kill could catch it first).
+    let script = "setsid sh -c 'touch ready; exec sleep 60' < /dev/null > /dev/null 2>&1 & \
+        while [ ! -e ready ]; do sleep 0.01; done; echo started";
+    let mut spec = spec(&["/bin/sh", "-c", script], SHORT);
+    spec.cwd = Some(dir.path().to_path_buf());
+    let out = run(spec).expect("run");
+    assert_eq!(out.stdout_text(), "started");
+    let warning = support::logs::warnings()
+        .into_iter()
+        .find(|w| w.contains("outside its process group"))
+        .unwrap_or_else(|| panic!("no warning; log: {:?}", support::logs::captured()));
+    assert!(warning.contains("`/bin/sh` left process"), "{warning}");
+    assert!(warning.contains("(sleep)"), "{warning}");
+    // Not ours to stop in the bridge; the test cleans up after itself.
+    let pid: i32 = warning
+        .split("left process ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|pid| pid.parse().ok())
+        .expect("a pid in the warning");
+    let pid = rustix::process::Pid::from_raw(pid).unwrap();
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+}
+
+#[test]
+fn a_command_that_leaves_nothing_behind_is_not_warned_about() {
+    let _serial = support::logs::serial();
+    let out = run(spec(&["/bin/sh", "-c", "sleep 60 & echo started"], SHORT)).expect("run");
+    assert_eq!(out.stdout_text(), "started");
+    let warnings = support::logs::warnings();
+    assert!(
+        !warnings
+            .iter()
+            .any(|w| w.contains("outside its process group")),
+        "{warnings:?}"
+    );
 }

@@ -331,3 +331,48 @@ fn small_helpers_behave_on_missing_and_present_files() {
         assert!(err.to_string().contains("moved"), "{err}");
     });
 }
+
+/// Runs `f` on its own thread; panics if it takes over 10 s (a FIFO read
+/// waits for a writer forever, `/dev/zero` never ends).
+fn quickly<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("not refused within 10 s (blocked on a FIFO, or read /dev/zero whole?)")
+}
+
+#[test]
+fn state_files_and_the_journal_are_regular_files_or_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("session.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    let zero = dir.path().join("failures.jsonl");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+
+    let path = fifo.clone();
+    let err = quickly(move || smol::block_on(offload::read_json::<State>(&path, Fallback::Backup)));
+    assert!(
+        matches!(err, Err(Error::NotRegular { what: "a FIFO", .. })),
+        "{err:?}"
+    );
+    for path in [fifo, zero] {
+        let (read, tail, append) = quickly(move || {
+            smol::block_on(async {
+                (
+                    offload::read_bytes(&path).await,
+                    offload::size_and_last_byte(&path).await,
+                    offload::append_line_synced(&path, b"{}".to_vec()).await,
+                )
+            })
+        });
+        assert!(matches!(read, Err(Error::NotRegular { .. })), "{read:?}");
+        assert!(matches!(tail, Err(Error::NotRegular { .. })), "{tail:?}");
+        assert!(
+            matches!(append, Err(Error::NotRegular { .. })),
+            "{append:?}"
+        );
+    }
+}

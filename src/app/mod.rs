@@ -22,6 +22,7 @@ macro_rules! say_raw {
 #[cfg(feature = "sim")]
 mod demo;
 mod demo_tools;
+mod dumpable;
 mod failures;
 mod fatal_fix;
 mod logging;
@@ -125,6 +126,10 @@ pub fn process_env(name: &str) -> Option<String> {
 
 /// Runs a command to completion on one thread and gives the exit code.
 pub fn main(command: Command) -> ExitCode {
+    // First, before a token is read or a child started: every smolcord
+    // process may hold DISCORD_TOKEN in its environment (a health check's
+    // `status` started in the bridge's container has it too).
+    dumpable::keep_memory_from_same_uid();
     // smolcord's own runtime: this thread runs the tasks and also sleeps
     // in epoll for the sockets and timers created on it, so an idle bot
     // wakes once per timer expiry or arrival (see `crate::rt`).

@@ -3,7 +3,7 @@
 //! exits at once), SIGHUP re-reads access state. A token that Discord's
 //! REST API refuses stops it with [`FATAL_EXIT_CODE`].
 
-use super::signals::{shutdown_signals, SignalRequest, StopAction, StopRequests};
+use super::signals::{shutdown_signals, SignalRequest, SignalStream, StopAction, StopRequests};
 use super::token_check;
 use crate::bridge::{self, Bridge, BridgeOutcome, SessionFile, Tunables};
 use crate::config::{Config, Env};
@@ -19,7 +19,7 @@ use crate::status::{self, StatusSnapshot, StopCause};
 use crate::token::Token;
 use futures_lite::future;
 use smol::LocalExecutor;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ops::RangeInclusive;
 use std::path::Path;
 use std::process::ExitCode;
@@ -37,10 +37,54 @@ pub const FATAL_EXIT_CODE: u8 = 78;
 /// Bound on the gateway's close handshake at shutdown.
 const SHARD_STOP_BOUND: Duration = Duration::from_secs(2);
 
+/// Exit code when another smolcord already runs on the state dir (it holds
+/// the dir's lock): this one did nothing (EX_CANTCREAT).
+pub const STATE_DIR_LOCKED_EXIT_CODE: u8 = 73;
+
 /// Reads config and token, then runs the bridge until a signal (or until
-/// the start-up token check gets a 401).
+/// the start-up token check gets a 401). The signals are watched before
+/// anything is read: a stop at any stage of the start (a slow `GET
+/// /gateway/bot`, a stalled disk) exits at once.
 pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String> {
+    let signals = shutdown_signals().map_err(|e| format!("cannot listen for signals: {e}"))?;
+    let running: RefCell<Option<bridge::ReloadHandle>> = RefCell::new(None);
+    let (drain_tx, drain_rx) = smol::channel::bounded::<()>(1);
+    let (abort_tx, abort_rx) = smol::channel::bounded::<()>(1);
+    let started = start_and_run(config, env, &running, drain_rx);
+    let outcome = future::or(
+        future::or(started, async {
+            let _ = abort_rx.recv().await;
+            log::info!("stop signal during the start: exiting before the bridge runs");
+            Ok(ExitCode::SUCCESS)
+        }),
+        async {
+            watch_signals(signals, &running, drain_tx, abort_tx).await;
+            unreachable!("the signal watch never ends")
+        },
+    );
+    outcome.await
+}
+
+/// The start (config, lock, token, the bridge's own start) and the run.
+async fn start_and_run(
+    config: Option<&Path>,
+    env: Env<'_>,
+    running: &RefCell<Option<bridge::ReloadHandle>>,
+    drain: smol::channel::Receiver<()>,
+) -> Result<ExitCode, String> {
     let config = Config::load(config, env).await.map_err(|e| e.to_string())?;
+    // Held until the process exits: one bridge per state dir.
+    let _lock = match crate::offload::lock_dir(&config.state_dir).await {
+        Ok(lock) => lock,
+        Err(e @ crate::offload::Error::Locked { .. }) => {
+            eprintln!("smolcord: {e}");
+            return Ok(ExitCode::from(STATE_DIR_LOCKED_EXIT_CODE));
+        }
+        Err(e) => return Err(format!("cannot lock the state dir: {e}")),
+    };
+    bridge::state_files::check(&config.state_dir)
+        .await
+        .map_err(|e| format!("{e}; smolcord keeps its state files itself: move it away"))?;
     if let Some(file) = &config.extra_ca_file {
         crate::transport::tls::load_extra_roots(file)
             .await
@@ -51,45 +95,22 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
         .await
         .map_err(|e| e.to_string())?
         .ok_or("no token: set DISCORD_TOKEN (or `token_file` in the config)")?;
-    let mut signals = shutdown_signals().map_err(|e| format!("cannot listen for signals: {e}"))?;
-    let (stop_tx, stop_rx) = smol::channel::bounded::<()>(1);
     let check_rest = RestClient::new(&config.api_base, token.clone());
     let refused = Cell::new(None);
     let outcome = run_bridge(
         config,
         token,
         Tunables::default(),
-        |reload| async move {
-            let mut stops = StopRequests::default();
-            loop {
-                match signals.next().await {
-                    SignalRequest::Reload => {
-                        log::info!("SIGHUP: re-reading access state");
-                        reload.reload();
-                    }
-                    SignalRequest::Stop => match stops.on_stop(Instant::now()) {
-                        StopAction::Drain => {
-                            log::info!(
-                                "stopping: draining work in flight (signal again to exit at once)"
-                            );
-                            let _ = stop_tx.try_send(());
-                        }
-                        StopAction::Duplicate => {
-                            log::info!("the same stop request delivered again; ignored")
-                        }
-                        StopAction::ExitNow => {
-                            log::warn!("second stop signal: exiting now");
-                            std::process::exit(130);
-                        }
-                    },
-                }
-            }
+        |reload| {
+            // From here a stop drains the running bridge.
+            *running.borrow_mut() = Some(reload);
+            future::pending()
         },
         // Runs beside the bridge: a refused token stops it like a signal
         // would (drain, save), and the exit code says why.
         future::or(
             async {
-                let _ = stop_rx.recv().await;
+                let _ = drain.recv().await;
             },
             async {
                 match token_check::refused(&check_rest).await {
@@ -108,6 +129,47 @@ pub async fn run(config: Option<&Path>, env: Env<'_>) -> Result<ExitCode, String
         return Ok(ExitCode::from(FATAL_EXIT_CODE));
     }
     Ok(exit_code(outcome))
+}
+
+/// SIGINT/SIGTERM and SIGHUP, from the first line of `run` on: before the
+/// bridge runs, a stop ends the start (`abort`); once it runs (`running`
+/// holds its reload handle), a stop drains it and a second one exits.
+async fn watch_signals(
+    mut signals: SignalStream,
+    running: &RefCell<Option<bridge::ReloadHandle>>,
+    drain: smol::channel::Sender<()>,
+    abort: smol::channel::Sender<()>,
+) {
+    let mut stops = StopRequests::default();
+    loop {
+        let request = signals.next().await;
+        let reload = running.borrow().clone();
+        match (request, reload) {
+            (SignalRequest::Reload, Some(reload)) => {
+                log::info!("SIGHUP: re-reading access state");
+                reload.reload();
+            }
+            (SignalRequest::Reload, None) => {
+                log::info!("SIGHUP during the start: the state is being read anyway")
+            }
+            (SignalRequest::Stop, reload) => match stops.on_stop(Instant::now()) {
+                StopAction::Drain if reload.is_none() => {
+                    let _ = abort.try_send(());
+                }
+                StopAction::Drain => {
+                    log::info!("stopping: draining work in flight (signal again to exit at once)");
+                    let _ = drain.try_send(());
+                }
+                StopAction::Duplicate => {
+                    log::info!("the same stop request delivered again; ignored")
+                }
+                StopAction::ExitNow => {
+                    log::warn!("second stop signal: exiting now");
+                    std::process::exit(130);
+                }
+            },
+        }
+    }
 }
 
 /// The exit code for how the bridge ended.

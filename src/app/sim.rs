@@ -90,8 +90,10 @@ pub async fn run(args: SimArgs) -> Result<ExitCode, String> {
 }
 
 async fn read_pem(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
-    offload::read_capped(path, MAX_PEM_BYTES, FileKind::Any, |bytes| bytes)
-        .await
-        .map_err(|e| format!("{flag} {}: {e}", path.display()))?
-        .ok_or_else(|| format!("{flag} {}: file not found", path.display()))
+    offload::read_capped(path, MAX_PEM_BYTES, FileKind::RegularBehindLink, |bytes| {
+        bytes
+    })
+    .await
+    .map_err(|e| format!("{flag} {}: {e}", path.display()))?
+    .ok_or_else(|| format!("{flag} {}: file not found", path.display()))
 }

@@ -138,7 +138,8 @@ fn judge(
         );
     }
     let text = out.stdout_text();
-    if text.trim().is_empty() {
+    // Only escapes or control bytes is no reply either (nothing would show).
+    if super::shown::visible(&text).trim().is_empty() {
         return fail(
             Some(0),
             "gave an empty reply".to_owned(),

@@ -50,11 +50,19 @@ pub(crate) enum Plan {
 impl Plan {
     /// `content` with `note` as its last line, in at most
     /// [`MAX_REPLY_MESSAGES`] messages, else as [`REPLY_FILE`] with a short
-    /// message (which carries the note too).
+    /// message (which carries the note too). Every reply and result goes
+    /// through here, so this is where what a user may see is decided:
+    /// [`visible`](super::shown::visible) text only, no escape sequences or
+    /// control bytes. The same content always gives the same plan (the
+    /// parts' nonces depend on it).
     pub fn new(content: &str, note: Option<&str>) -> Plan {
+        let mut content = super::shown::visible(content);
+        if content.trim().is_empty() {
+            content = "(Nothing to show: the text held only control characters.)".into();
+        }
         let text = match note {
             Some(note) => format!("{content}\n\n{note}"),
-            None => content.to_owned(),
+            None => content.into_owned(),
         };
         let chunks = split_message(&text, MESSAGE_LIMIT);
         if chunks.len() <= MAX_REPLY_MESSAGES {

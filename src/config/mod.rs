@@ -343,7 +343,7 @@ async fn read_file(path: &Path, limit: u64, what: &str) -> Result<Option<String>
     let read = crate::offload::read_capped(
         path,
         limit,
-        crate::offload::FileKind::Any,
+        crate::offload::FileKind::RegularBehindLink,
         String::from_utf8,
     );
     let shown = path.display();
@@ -356,6 +356,9 @@ async fn read_file(path: &Path, limit: u64, what: &str) -> Result<Option<String>
         Err(crate::offload::Error::TooLarge { limit, .. }) => Err(ConfigError::new(format!(
             "{what} {shown}: larger than {limit} bytes, the most smolcord reads from it; is this the right file?"
         ))),
+        Err(crate::offload::Error::NotRegular { what: kind, .. }) => Err(ConfigError::new(
+            format!("{what} {shown}: is {kind}, not a regular file"),
+        )),
         Err(e) => Err(ConfigError::new(format!("{what} {shown}: {}", io_reason(&e)))),
     }
 }

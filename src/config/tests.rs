@@ -72,6 +72,24 @@ fn zero_values_and_empty_argv_are_refused() {
         (r#"{"transcribe_cmd": [""]}"#, "transcribe_cmd"),
         (r#"{"gateway_url": "http://x"}"#, "gateway_url"),
         (r#"{"api_base": "ftp://x"}"#, "api_base"),
+        (r#"{"gateway_url": "wss://exa mple.com"}"#, "gateway_url"),
+        (r#"{"gateway_url": "wss://"}"#, "gateway_url"),
+        (r#"{"gateway_url": "wss://:443/"}"#, "gateway_url"),
+        (r#"{"gateway_url": "ws://127.0.0.1:99999"}"#, "gateway_url"),
+        (r#"{"gateway_url": "ws://127.0.0.1:"}"#, "gateway_url"),
+        (r#"{"gateway_url": "ws://h:x1"}"#, "gateway_url"),
+        (r#"{"gateway_url": "ws://h\tx"}"#, "gateway_url"),
+        (r#"{"api_base": "https://discord .com/api"}"#, "api_base"),
+        (r#"{"api_base": "http://h:0/api"}"#, "api_base"),
+        (r#"{"api_base": "https:///api"}"#, "api_base"),
+        (
+            r#"{"identify_queue_url": "http://q:70000/"}"#,
+            "identify_queue_url",
+        ),
+        (
+            r#"{"identify_queue_url": "http://[::1/"}"#,
+            "identify_queue_url",
+        ),
     ] {
         let err = parse(text).unwrap_err();
         assert!(
@@ -79,6 +97,22 @@ fn zero_values_and_empty_argv_are_refused() {
             "{text}: {err}"
         );
     }
+}
+
+#[test]
+fn urls_with_a_host_and_a_port_are_taken() {
+    for url in [
+        "wss://gateway.discord.gg",
+        "wss://gateway.discord.gg/?v=10",
+        "ws://127.0.0.1:8080/x",
+        "ws://[::1]:8080",
+        "ws://[::1]",
+        "ws://user:pw@my-host_1.local:1",
+    ] {
+        let text = serde_json::json!({ "gateway_url": url }).to_string();
+        parse(&text).unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+    parse(r#"{"api_base": "http://127.0.0.1:2/api/v10"}"#).unwrap();
 }
 
 #[test]

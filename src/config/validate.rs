@@ -1,4 +1,4 @@
-//! Checks serde cannot express: ranges, non-empty argv, URL schemes. Each
+//! Checks serde cannot express: ranges, non-empty argv, URLs (scheme, host, port). Each
 //! refusal names the key (and the variable that can also set it).
 
 use std::path::Path;
@@ -24,6 +24,12 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
                 format!("{url:?} must start with ws:// or wss:// (also settable by SMOLCORD_GATEWAY_URL)"),
             );
         }
+        if let Err(why) = check_authority(url) {
+            return fail(
+                "gateway_url",
+                format!("{url:?}: {why} (also settable by SMOLCORD_GATEWAY_URL)"),
+            );
+        }
     }
     if let Some(url) = &config.identify_queue_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -32,12 +38,24 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
                 format!("{url:?} must be an http:// or https:// URL (also settable by SMOLCORD_IDENTIFY_QUEUE_URL)"),
             );
         }
+        if let Err(why) = check_authority(url) {
+            return fail(
+                "identify_queue_url",
+                format!("{url:?}: {why} (also settable by SMOLCORD_IDENTIFY_QUEUE_URL)"),
+            );
+        }
     }
     let base = &config.api_base;
     if !(base.starts_with("http://") || base.starts_with("https://")) || base.contains('?') {
         return fail(
             "api_base",
             format!("{base:?} must be an http:// or https:// URL without a query (also settable by SMOLCORD_API_BASE)"),
+        );
+    }
+    if let Err(why) = check_authority(base) {
+        return fail(
+            "api_base",
+            format!("{base:?}: {why} (also settable by SMOLCORD_API_BASE)"),
         );
     }
     if let Some(feature) = config.compress.missing_feature() {
@@ -97,6 +115,65 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
                 crate::rest::MAX_FILE_BYTES
             ),
         );
+    }
+    Ok(())
+}
+
+/// What a URL whose scheme was checked needs besides: no white space or
+/// control character anywhere (`wss://exa mple.com` would be retried
+/// forever), a host, and a port of 1..=65535 if one is given. Refused at
+/// start, a typo costs a line of error instead of an endless reconnect.
+fn check_authority(url: &str) -> Result<(), String> {
+    if let Some(bad) = url.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "contains {bad:?}; a URL has no spaces or control characters"
+        ));
+    }
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // user:password@ (an identify queue behind basic auth) is the URL's own business.
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        let (addr, after) = v6
+            .split_once(']')
+            .ok_or("an IPv6 address must end with `]`")?;
+        addr.parse::<std::net::Ipv6Addr>()
+            .map_err(|_| format!("[{addr}] is not an IPv6 address"))?;
+        match after {
+            "" => (addr, None),
+            _ => (
+                addr,
+                Some(
+                    after
+                        .strip_prefix(':')
+                        .ok_or("expected `:PORT` after `]`")?,
+                ),
+            ),
+        }
+    } else {
+        match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("has no host".into());
+    }
+    if !host_port.starts_with('[')
+        && !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    {
+        return Err(format!("{host:?} is not a host name"));
+    }
+    if let Some(port) = port {
+        match port.parse::<u16>() {
+            _ if !port.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(format!("{port:?} is not a port (1..=65535)"))
+            }
+            Ok(port) if port > 0 => {}
+            _ => return Err(format!("{port:?} is not a port (1..=65535)")),
+        }
     }
     Ok(())
 }

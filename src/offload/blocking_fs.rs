@@ -16,7 +16,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::{Error, FileKind};
+use super::{Error, FileKind, STATE_FILE_MAX_BYTES};
 
 /// Mode for files we create: state files may hold private data.
 const FILE_MODE: u32 = 0o600;
@@ -124,32 +124,35 @@ pub(crate) fn fsync_dir(dir: &Path) -> Result<(), Error> {
         .map_err(|e| Error::io("fsync directory", dir, e))
 }
 
-/// Reads a whole file; `Ok(None)` if it does not exist.
+/// Reads a state file (at most [`STATE_FILE_MAX_BYTES`], a regular file
+/// and not a link); `Ok(None)` if it does not exist.
 pub(crate) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, Error> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", path, e)),
-    }
+    read_capped(path, STATE_FILE_MAX_BYTES, FileKind::Regular)
 }
 
-/// Reads at most `limit` bytes of `path`; more is [`Error::TooLarge`]
-/// (found after reading `limit + 1` bytes, never the whole file: `/dev/zero`
-/// is refused at once). `Ok(None)` if it does not exist. With
-/// [`FileKind::Regular`] the open neither follows a symbolic link
-/// (`O_NOFOLLOW`) nor waits for a FIFO's writer (`O_NONBLOCK`), and
-/// anything but a regular file is [`Error::NotRegular`].
-pub(crate) fn read_capped(
+/// Opens `path` for reading, or with `append` for appending, if it is a
+/// regular file: the one door every file smolcord reads goes through.
+/// `O_NONBLOCK`, so a FIFO opens at once (and is then refused) instead of
+/// waiting for a writer forever; `O_NOFOLLOW` under [`FileKind::Regular`];
+/// then fstat must say "regular file", so `/dev/zero`, a directory or a
+/// socket is [`Error::NotRegular`] before a byte is read. `Ok(None)` if
+/// nothing is there (only when not creating).
+pub(crate) fn open_regular(
     path: &Path,
-    limit: u64,
     kind: FileKind,
-) -> Result<Option<Vec<u8>>, Error> {
+    append: bool,
+) -> Result<Option<(File, fs::Metadata)>, Error> {
     let mut options = OpenOptions::new();
-    options.read(true);
-    if kind == FileKind::Regular {
-        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-        options.custom_flags(flags.bits() as i32);
+    if append {
+        options.append(true);
+    } else {
+        options.read(true);
     }
+    let mut flags = rustix::fs::OFlags::NONBLOCK;
+    if kind == FileKind::Regular {
+        flags |= rustix::fs::OFlags::NOFOLLOW;
+    }
+    options.custom_flags(flags.bits() as i32);
     let file = match options.open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -163,29 +166,51 @@ pub(crate) fn read_capped(
                 what: "a symbolic link",
             })
         }
-        Err(e) => return Err(Error::io("open", path, e)),
+        // A FIFO without a reader refuses a non-blocking writer (ENXIO).
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) => {
+            return Err(Error::NotRegular {
+                path: path.into(),
+                what: "a FIFO or socket",
+            })
+        }
+        Err(e) => {
+            return Err(Error::io(
+                if append { "open for append" } else { "open" },
+                path,
+                e,
+            ))
+        }
     };
     let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
-    if kind == FileKind::Regular && !meta.is_file() {
+    if !meta.is_file() {
         return Err(Error::NotRegular {
             path: path.into(),
             what: file_type_name(&meta.file_type()),
         });
     }
+    Ok(Some((file, meta)))
+}
+
+/// Reads at most `limit` bytes of the regular file `path` (see
+/// [`open_regular`]); more is [`Error::TooLarge`], found from its size
+/// before reading and, should it grow meanwhile, after reading `limit + 1`
+/// bytes, never the whole file. `Ok(None)` if it does not exist.
+pub(crate) fn read_capped(
+    path: &Path,
+    limit: u64,
+    kind: FileKind,
+) -> Result<Option<Vec<u8>>, Error> {
+    let Some((file, meta)) = open_regular(path, kind, false)? else {
+        return Ok(None);
+    };
     let too_large = || Error::TooLarge {
         path: path.into(),
         limit,
     };
-    // A regular file says its size up front; a device or pipe must be read.
-    if meta.is_file() && meta.len() > limit {
+    if meta.len() > limit {
         return Err(too_large());
     }
-    let expected = if meta.is_file() {
-        meta.len().min(limit)
-    } else {
-        0
-    };
-    let mut bytes = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io("read", path, e))?;
@@ -193,6 +218,36 @@ pub(crate) fn read_capped(
         return Err(too_large());
     }
     Ok(Some(bytes))
+}
+
+/// The size of the regular file `path` (not a link) and its last byte, read
+/// alone; `Ok(None)` if it does not exist.
+pub(crate) fn size_and_last_byte(path: &Path) -> Result<Option<(u64, Option<u8>)>, Error> {
+    use std::os::unix::fs::FileExt;
+    let Some((file, meta)) = open_regular(path, FileKind::Regular, false)? else {
+        return Ok(None);
+    };
+    let size = meta.len();
+    if size == 0 {
+        return Ok(Some((0, None)));
+    }
+    let mut last = [0u8; 1];
+    let n = file
+        .read_at(&mut last, size - 1)
+        .map_err(|e| Error::io("read", path, e))?;
+    Ok(Some((size, (n == 1).then_some(last[0]))))
+}
+
+/// Whether `path` is missing, or a regular file (not a link) of at most
+/// `limit` bytes: [`read_capped`]'s refusals without reading a byte.
+pub(crate) fn check_regular(path: &Path, limit: u64) -> Result<(), Error> {
+    match open_regular(path, FileKind::Regular, false)? {
+        Some((_, meta)) if meta.len() > limit => Err(Error::TooLarge {
+            path: path.into(),
+            limit,
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn file_type_name(kind: &fs::FileType) -> &'static str {
@@ -308,18 +363,20 @@ pub(crate) fn append_line_synced(path: &Path, mut line: Vec<u8>) -> Result<(), E
     if line.last() != Some(&b'\n') {
         line.push(b'\n');
     }
-    let (mut file, created) = match OpenOptions::new().append(true).open(path) {
-        Ok(file) => (file, false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+    // The journal's path is not followed through a link and never waits on
+    // a FIFO: whatever is there must be a regular file.
+    let (mut file, created) = match open_regular(path, FileKind::Regular, true)? {
+        Some((file, _)) => (file, false),
+        None => {
             let file = OpenOptions::new()
                 .append(true)
                 .create(true)
                 .mode(FILE_MODE)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
                 .open(path)
                 .map_err(|e| Error::io("create", path, e))?;
             (file, true)
         }
-        Err(e) => return Err(Error::io("open for append", path, e)),
     };
     // One write_all of one buffer: with O_APPEND, concurrent appenders'
     // lines do not interleave on local filesystems.
@@ -398,7 +455,7 @@ mod tests {
         let path = dir.path().join("f");
         fs::write(&path, b"12345").unwrap();
         assert_eq!(
-            read_capped(&path, 5, FileKind::Any).unwrap(),
+            read_capped(&path, 5, FileKind::RegularBehindLink).unwrap(),
             Some(b"12345".to_vec())
         );
         assert!(matches!(
@@ -406,8 +463,11 @@ mod tests {
             Err(Error::TooLarge { limit: 4, .. })
         ));
         assert!(matches!(
-            read_capped(Path::new("/dev/zero"), 4, FileKind::Any),
-            Err(Error::TooLarge { limit: 4, .. })
+            read_capped(Path::new("/dev/zero"), 4, FileKind::RegularBehindLink),
+            Err(Error::NotRegular {
+                what: "a device",
+                ..
+            })
         ));
         assert!(matches!(
             read_capped(Path::new("/dev/zero"), 4, FileKind::Regular),
@@ -417,7 +477,7 @@ mod tests {
             })
         ));
         assert_eq!(
-            read_capped(&dir.path().join("none"), 4, FileKind::Any).unwrap(),
+            read_capped(&dir.path().join("none"), 4, FileKind::RegularBehindLink).unwrap(),
             None
         );
     }

@@ -76,6 +76,13 @@ pub enum Error {
         /// What it is instead, e.g. `"a symbolic link"`.
         what: &'static str,
     },
+    /// Another process holds the state dir's lock (a bridge runs there).
+    Locked {
+        /// The state dir.
+        dir: PathBuf,
+        /// The holder's pid, as it wrote it in the lock file.
+        pid: Option<u32>,
+    },
 }
 
 impl Error {
@@ -148,6 +155,18 @@ impl fmt::Display for Error {
             Error::NotRegular { path, what } => {
                 write!(f, "{} is {what}, not a regular file", path.display())
             }
+            Error::Locked { dir, pid } => {
+                let holder = match pid {
+                    Some(pid) => format!("pid {pid}"),
+                    None => "a process that has not written its pid yet".to_owned(),
+                };
+                write!(
+                    f,
+                    "another smolcord ({holder}) is running on the state dir {} (it holds {}); stop it, or give this one a state dir of its own",
+                    dir.display(),
+                    dir.join(super::LOCK_FILE).display()
+                )
+            }
         }
     }
 }
@@ -162,7 +181,8 @@ impl std::error::Error for Error {
             Error::InvalidPath { .. }
             | Error::EmptyArgv
             | Error::TooLarge { .. }
-            | Error::NotRegular { .. } => None,
+            | Error::NotRegular { .. }
+            | Error::Locked { .. } => None,
         }
     }
 }

@@ -10,19 +10,31 @@ use std::path::{Path, PathBuf};
 
 use super::{blocking_fs, unblock, Error};
 
-/// Which files [`read_capped`] accepts.
+/// Which files [`read_capped`] accepts. Only regular files either way: a
+/// FIFO is never waited on (it would block the start forever), a device
+/// (`/dev/zero`) never read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
-    /// Whatever the path names, symbolic links followed (a config given as
-    /// `<(...)` is a pipe).
-    Any,
-    /// Only a regular file, and the path itself: a symbolic link is not
-    /// followed and a FIFO is not waited on (files others can drop in, such
-    /// as spool results).
+    /// A regular file, the path itself: a symbolic link is not followed
+    /// (the state dir's own files, and files others can drop in, such as
+    /// spool results).
     Regular,
+    /// A regular file, the path itself or where its symbolic links lead:
+    /// the files an operator names (config, `token_file`, CA file), which
+    /// Kubernetes mounts from a Secret or ConfigMap as links.
+    RegularBehindLink,
 }
 
-/// Reads a whole file; `Ok(None)` if it does not exist.
+/// The most read from one state file (`session.json`, `access.json`,
+/// `pairing.json`, `runtime.json`, `restart.json`, `status.json`, a journal
+/// file; each `.bak` too). The largest real one is `session.json`, about
+/// 10 KiB per shard (64 sessions of ~150 bytes), so 16 MiB holds well over
+/// a thousand shards in one process, while a wrong file (a link to
+/// `/dev/zero`, a log) is refused at once instead of filling a Pi's memory.
+pub const STATE_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads a whole state file (at most [`STATE_FILE_MAX_BYTES`], a regular
+/// file and not a symbolic link); `Ok(None)` if it does not exist.
 pub async fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     let path = path.to_path_buf();
     unblock(move || blocking_fs::read_optional(&path)).await
@@ -32,7 +44,8 @@ pub async fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
 /// the blocking pool (a large JSON parse costs the loop nothing).
 /// `Ok(None)` if the file does not exist; [`Error::TooLarge`] past `limit`
 /// (never reading more than `limit + 1` bytes); [`Error::NotRegular`] for
-/// a symbolic link, FIFO or device under [`FileKind::Regular`].
+/// a FIFO, device, directory or socket, and a symbolic link under
+/// [`FileKind::Regular`], before a byte is read.
 pub async fn read_capped<T, F>(
     path: &Path,
     limit: u64,
@@ -45,6 +58,21 @@ where
 {
     let path = path.to_path_buf();
     unblock(move || Ok(blocking_fs::read_capped(&path, limit, kind)?.map(parse))).await
+}
+
+/// The size of the regular file `path` (not a symbolic link) and its last
+/// byte, without reading the rest; `Ok(None)` if it does not exist.
+pub async fn size_and_last_byte(path: &Path) -> Result<Option<(u64, Option<u8>)>, Error> {
+    let path = path.to_path_buf();
+    unblock(move || blocking_fs::size_and_last_byte(&path)).await
+}
+
+/// `Ok` if nothing is at `path` or a regular file (not a symbolic link) of
+/// at most `limit` bytes; else what [`read_capped`] would refuse it for.
+/// Nothing is read.
+pub async fn check_regular(path: &Path, limit: u64) -> Result<(), Error> {
+    let path = path.to_path_buf();
+    unblock(move || blocking_fs::check_regular(&path, limit)).await
 }
 
 /// Whether anything is at `path` (a symbolic link is not followed).

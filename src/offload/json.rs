@@ -43,8 +43,12 @@ fn read_json_blocking<T: DeserializeOwned>(
     let primary_problem = match parse_file(path) {
         Ok(Some(value)) => return Ok(Some(value)),
         other if fallback == Fallback::None => return other,
-        // Not a torn or corrupt file but a system problem: say so.
-        Err(e @ Error::Io { .. }) => return Err(e),
+        // Not a torn or corrupt file but a system problem, or something
+        // that is no state file of ours (a FIFO, a link, far too large):
+        // say so rather than quietly use the backup.
+        Err(e @ (Error::Io { .. } | Error::NotRegular { .. } | Error::TooLarge { .. })) => {
+            return Err(e)
+        }
         Ok(None) => None,
         Err(bad) => Some(bad),
     };

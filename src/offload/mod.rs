@@ -33,16 +33,20 @@ mod command;
 mod error;
 mod fs;
 mod json;
+mod leftovers;
+mod lock;
 mod supervise;
 
 pub use atomic::{write_bytes_atomic, write_json_atomic, write_json_atomic_with_backup};
 pub use command::{run_command, CommandEnv, CommandOutput, CommandSpec};
 pub use error::Error;
 pub use fs::{
-    append_line_synced, create_dir_all, exists, list_dir, list_dir_page, read_bytes, read_capped,
-    remove_file, rename_durable, FileKind,
+    append_line_synced, check_regular, create_dir_all, exists, list_dir, list_dir_page, read_bytes,
+    read_capped, remove_file, rename_durable, size_and_last_byte, FileKind, STATE_FILE_MAX_BYTES,
 };
 pub use json::{read_json, Fallback};
+pub use leftovers::MARKER_VAR;
+pub use lock::{lock_dir, DirLock, LOCK_FILE};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.
 ///

@@ -46,7 +46,13 @@ const CHUNK: usize = 16 * 1024;
 pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
     let program = spec.program()?.to_string();
     let started = Instant::now();
-    let mut child = spawn(build(&spec, &program))
+    let marker = super::leftovers::new_marker();
+    let mut command = build(&spec, &program);
+    // `Exactly` means exactly: such a command's escapees go unnamed.
+    if !matches!(spec.env, CommandEnv::Exactly(_)) {
+        command.env(super::leftovers::MARKER_VAR, &marker);
+    }
+    let mut child = spawn(command)
         .await
         .map_err(|source| Error::Spawn {
             program: program.clone(),
@@ -55,6 +61,7 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
         })?
         .watched();
     let group = GroupKiller::of(&child);
+    let group_id = group.0.map(|pid| pid.as_raw_nonzero().get().unsigned_abs());
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     // From here on the leader is killed and reaped on every way out.
     let leader = Leader::new(child);
@@ -98,6 +105,12 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
     // The leader is gone: anything left in its group is orphaned work.
     group.finish();
     watch.until(DRAIN_BOUND, true).await;
+    let left = unblock(move || super::leftovers::find(&marker, group_id)).await;
+    for (pid, name) in left {
+        log::warn!(
+            "`{program}` left process {pid} ({name}) running outside its process group (setsid or a double fork); smolcord does not stop it"
+        );
+    }
     let duration = started.elapsed();
     let (exited, drained) = (watch.exited.take(), watch.drained.take());
     drop(watch);

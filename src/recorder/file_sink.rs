@@ -82,11 +82,10 @@ impl FileSink {
         if let Some(dir) = dir {
             offload::create_dir_all(dir).await?;
         }
-        let (size, torn) = match offload::read_bytes(&self.path).await? {
-            Some(bytes) => (
-                bytes.len() as u64,
-                bytes.last().is_some_and(|b| *b != b'\n'),
-            ),
+        // Only the size and the last byte: the journal is never read whole
+        // here (and a link or FIFO in its place is refused, not followed).
+        let (size, torn) = match offload::size_and_last_byte(&self.path).await? {
+            Some((size, last)) => (size, last.is_some_and(|b| b != b'\n')),
             None => (0, false),
         };
         state.size = Some(size);

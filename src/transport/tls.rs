@@ -90,7 +90,12 @@ pub fn install_extra_roots(pem: &[u8], origin: &str) -> Result<usize, TlsError> 
 /// blocking pool) and installs its certificates as extra roots.
 pub async fn load_extra_roots(path: &Path) -> Result<usize, TlsError> {
     let origin = path.display().to_string();
-    let read = offload::read_capped(path, MAX_CA_FILE_BYTES, FileKind::Any, |bytes| bytes);
+    let read = offload::read_capped(
+        path,
+        MAX_CA_FILE_BYTES,
+        FileKind::RegularBehindLink,
+        |bytes| bytes,
+    );
     let bytes = read
         .await
         .map_err(|e| TlsError(format!("CA file: {e}")))?

@@ -1,0 +1,108 @@
+//! One bridge per state dir: an exclusive `flock` on `smolcord.lock` in
+//! it, held for the life of the process.
+//!
+//! Two bridges on one state dir resume each other's gateway session over
+//! and over and run the agent twice per message; the second must not start.
+//! The kernel drops the lock when the holder exits, however it exits, so a
+//! crash never leaves a stale lock. The holder writes its pid into the file
+//! for the refusal to name. The descriptor is close-on-exec: an agent that
+//! outlives the bridge does not keep it locked. `status`, `pair` and
+//! `failures` take no lock: they work beside the running bridge.
+
+// Start-up only, and on the blocking pool (see `lock_dir`).
+#![allow(clippy::disallowed_methods)]
+
+use super::{blocking_fs, unblock, Error, FileKind};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The lock file's name in the state dir.
+pub const LOCK_FILE: &str = "smolcord.lock";
+/// The most read from a lock file (a pid and a newline).
+const LOCK_FILE_MAX_BYTES: u64 = 64;
+
+/// The held lock; dropping it (or exiting) releases it.
+#[derive(Debug)]
+pub struct DirLock {
+    _file: File,
+}
+
+/// Takes the exclusive lock on `dir` (created 0700 if missing), at once or
+/// not at all: [`Error::Locked`] naming the holder's pid when another
+/// process holds it.
+pub async fn lock_dir(dir: &Path) -> Result<DirLock, Error> {
+    let dir = dir.to_path_buf();
+    unblock(move || lock_blocking(&dir)).await
+}
+
+fn lock_blocking(dir: &Path) -> Result<DirLock, Error> {
+    use rustix::fs::{flock, FlockOperation};
+    use std::os::unix::fs::OpenOptionsExt;
+    blocking_fs::create_dir_all(dir)?;
+    let path = dir.join(LOCK_FILE);
+    // Created if missing (0600), never truncated before the lock is ours:
+    // the holder's pid is in it.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(&path)
+        .map_err(|e| Error::io("create", &path, e))?;
+    // Reopened through the one checked door: a regular file, not a link.
+    let Some((file, _)) = blocking_fs::open_regular(&path, FileKind::Regular, true)? else {
+        return Err(Error::io(
+            "open",
+            &path,
+            std::io::ErrorKind::NotFound.into(),
+        ));
+    };
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::WOULDBLOCK) => {
+            return Err(Error::Locked {
+                dir: dir.into(),
+                pid: holder_pid(&path),
+            })
+        }
+        Err(e) => return Err(Error::io("lock", &path, e.into())),
+    }
+    write_pid(&file, &path)?;
+    Ok(DirLock { _file: file })
+}
+
+/// Replaces the file's content with our pid (append mode: truncate first).
+fn write_pid(mut file: &File, path: &PathBuf) -> Result<(), Error> {
+    file.set_len(0)
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .map_err(|e| Error::io("write", path, e))
+}
+
+/// The pid the holder wrote, if it has yet.
+fn holder_pid(path: &Path) -> Option<u32> {
+    let bytes = blocking_fs::read_capped(path, LOCK_FILE_MAX_BYTES, FileKind::Regular).ok()??;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_on_the_same_dir_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = lock_blocking(dir.path()).unwrap();
+        let pid = std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
+        assert_eq!(pid.trim(), std::process::id().to_string());
+        // flock locks belong to the open file description: a second open in
+        // this process conflicts like another process would.
+        match lock_blocking(dir.path()) {
+            Err(Error::Locked { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("expected Locked, got {other:?}"),
+        }
+        drop(held);
+        lock_blocking(dir.path()).expect("free again once dropped");
+    }
+}
