@@ -17,10 +17,10 @@ use super::counters;
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery;
-use super::directory::ChannelDirectory;
+use super::directory::{ChannelDirectory, DirectorySnapshot};
 use super::intake::{classify, Intake};
 use super::nonce::{self, Notice};
-use super::persist::{Coalescing, SaveReason, SessionAndStatus, SessionFile};
+use super::persist::{Deferred, SaveReason, SessionAndStatus, SessionFile};
 use super::queue::{Job, Room, Work, MAX_JOBS};
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
@@ -32,6 +32,7 @@ use crate::rest::Nonce;
 use crate::shard::{ShardError, ShardEvent, ShardSetHandle};
 use crate::status::{now_unix_ms, StatusSnapshot};
 use smol::channel::{Receiver, Sender};
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -41,8 +42,12 @@ use std::time::{Duration, Instant};
 /// since the last line.
 pub(crate) const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// Events handled between two yields to the executor (each is a decode, a
-/// classification and at most a queue push: well under a millisecond).
-const YIELD_EVERY: u32 = 32;
+/// classification and at most a queue push, or one guild's part of the
+/// channel directory: well under a millisecond).
+const SLICE_EVENTS: u32 = 32;
+/// Time spent on events before the loop yields, whatever their count (a
+/// burst of large GUILD_CREATEs), as the shard's reader does.
+const SLICE_TIME: Duration = Duration::from_millis(2);
 /// While the loop waits for room, session and status are still offered for
 /// saving this often (where the status socket is not live, `smolcord
 /// status` reads the status file).
@@ -62,7 +67,7 @@ pub enum BridgeOutcome {
 
 pub(crate) struct Writers {
     pub session_and_status: SessionAndStatus,
-    pub directory: Coalescing,
+    pub directory: Deferred<DirectorySnapshot>,
 }
 
 /// The dispatch loop and its state.
@@ -70,7 +75,8 @@ pub(crate) struct Loop {
     pub ctx: Rc<Ctx>,
     pub shard: ShardSetHandle,
     pub writers: Writers,
-    pub directory: ChannelDirectory,
+    /// Shared with its writer, which takes a snapshot once per write.
+    pub directory: Rc<RefCell<ChannelDirectory>>,
     pub marker: Option<RestartMarker>,
     pub reload: Receiver<()>,
     pub safe_mode_told: bool,
@@ -91,16 +97,12 @@ impl Loop {
         poll_stop: Sender<()>,
     ) -> BridgeOutcome {
         let mut stop = std::pin::pin!(stop);
-        let mut since_yield = 0;
+        let mut slice = crate::rt::Slice::new(SLICE_EVENTS, SLICE_TIME);
         self.recover().await;
         let outcome = loop {
-            // Events already waiting are taken without a pause: yield now
-            // and then, so a burst never holds the thread for long.
-            since_yield += 1;
-            if since_yield == YIELD_EVERY {
-                since_yield = 0;
-                futures_lite::future::yield_now().await;
-            }
+            // Events already waiting are taken without a pause: yield after
+            // a slice, so a burst never holds the thread for long.
+            slice.yield_if_spent().await;
             let wake = futures_lite::future::or(
                 async {
                     (&mut stop).await;
@@ -117,6 +119,7 @@ impl Loop {
                 ),
             )
             .await;
+            slice.count();
             match wake {
                 Wake::Stop => break BridgeOutcome::Stopped,
                 Wake::Reload => {
@@ -188,8 +191,10 @@ impl Loop {
                         }
                         name => {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
-                            match self.directory.apply(name, dispatch.raw_data()) {
-                                Ok(true) => self.writers.directory.set(&self.directory),
+                            let applied =
+                                self.directory.borrow_mut().apply(name, dispatch.raw_data());
+                            match applied {
+                                Ok(true) => self.writers.directory.mark(),
                                 Ok(false) => {}
                                 Err(e) => log::warn!("{name} #{seq} could not be decoded: {e}"),
                             }

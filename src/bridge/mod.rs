@@ -85,7 +85,7 @@ use directory::ChannelDirectory;
 use inflight::Inflight;
 use outbox::Outbox;
 use pairing::PairingBook;
-use persist::{Coalescing, SeqFloor, SessionAndStatus};
+use persist::{Coalescing, Deferred, SeqFloor, SessionAndStatus};
 use report::Reporter;
 use restart::{RestartMarker, RuntimeState};
 use smol::channel::{self, Receiver, Sender};
@@ -303,11 +303,16 @@ impl Bridge {
             Duration::ZERO,
             self.reporter.clone(),
         );
-        let (directory_writer, directory_task) = Coalescing::new(
-            state_dir.join(directory::DIRECTORY_FILE),
-            self.tunables.directory_debounce,
-            self.reporter.clone(),
-        );
+        let directory = Rc::new(RefCell::new(ChannelDirectory::default()));
+        let (directory_writer, directory_task) = {
+            let directory = directory.clone();
+            Deferred::new(
+                state_dir.join(directory::DIRECTORY_FILE),
+                self.tunables.directory_debounce,
+                self.reporter.clone(),
+                move || directory.borrow().snapshot(),
+            )
+        };
         // Health checks ask the live process (status.sock); without it,
         // status.json is written every heartbeat for them instead.
         let status_live = match status::socket::StatusListener::bind(&state_dir).await {
@@ -383,7 +388,7 @@ impl Bridge {
             ctx: ctx.clone(),
             shard: self.shard,
             writers,
-            directory: ChannelDirectory::default(),
+            directory,
             marker: self.marker,
             reload: self.reload_rx,
             safe_mode_told: false,

@@ -4,7 +4,10 @@
 //! wakes a background task, and returns at once; the task writes through
 //! offload, optionally after a debounce, and skips a value already on disk.
 //! A slow disk therefore makes writes coalesce, never makes a message wait.
-//! `flush` is for shutdown (awaited, bounded by the caller).
+//! `flush` is for shutdown (awaited, bounded by the caller). [`Deferred`]
+//! is the same for a file too large to serialise per change (the channel
+//! directory): a change only marks it, and the snapshot taken at write
+//! time is serialised on the blocking pool.
 //!
 //! [`SeqFloor`] decides which gateway `seq` goes into `session.json`: not
 //! the last one the shard received but the last one the bridge consumed,
@@ -126,6 +129,100 @@ async fn write_pending(shared: &Shared) -> bool {
             );
             // Retry with the next `set` or flush, unless a newer value came.
             shared.pending.borrow_mut().get_or_insert(bytes);
+            false
+        }
+    }
+}
+
+/// A background writer for one large file (the channel directory) whose
+/// value changes with most events of a burst: the owner only marks it
+/// changed ([`Deferred::mark`], O(1)); once the debounce is over the writer
+/// takes a snapshot (cheap by design: the directory shares its parts with
+/// it) and serialises and writes it on the blocking pool, in one trip. So
+/// serialisation happens once per write, never per event, and never on the
+/// event loop.
+pub(crate) struct Deferred<T> {
+    shared: Rc<DeferredShared<T>>,
+    wake: Sender<()>,
+}
+
+struct DeferredShared<T> {
+    path: PathBuf,
+    snapshot: Box<dyn Fn() -> T>,
+    /// Changed since the last snapshot was taken for a write.
+    dirty: Cell<bool>,
+    /// Held across each write, so `flush` waits for one in progress.
+    turn: smol::lock::Mutex<()>,
+    reporter: Reporter,
+}
+
+impl<T: Serialize + Send + 'static> Deferred<T> {
+    /// The writer and its task (spawn it; it ends when the writer is
+    /// dropped). `snapshot` is called on the loop, once per write.
+    pub fn new(
+        path: PathBuf,
+        debounce: Duration,
+        reporter: Reporter,
+        snapshot: impl Fn() -> T + 'static,
+    ) -> (Deferred<T>, impl Future<Output = ()>) {
+        let (wake, woken) = channel::bounded(1);
+        let shared = Rc::new(DeferredShared {
+            path,
+            snapshot: Box::new(snapshot),
+            dirty: Cell::new(false),
+            turn: smol::lock::Mutex::new(()),
+            reporter,
+        });
+        let task = deferred_background(shared.clone(), woken, debounce);
+        (Deferred { shared, wake }, task)
+    }
+
+    /// The value changed; never waits, costs nothing more while a write
+    /// is already due.
+    pub fn mark(&self) {
+        self.shared.dirty.set(true);
+        // Full means a wake-up is queued already: coalesced.
+        let _ = self.wake.try_send(());
+    }
+
+    /// Writes the current value now if it changed, after any write in
+    /// progress; true once it is on disk (false: the write failed, logged
+    /// and journalled; it is retried with the next mark or flush).
+    pub async fn flush(&self) -> bool {
+        write_if_dirty(&self.shared).await
+    }
+}
+
+async fn deferred_background<T: Serialize + Send + 'static>(
+    shared: Rc<DeferredShared<T>>,
+    woken: Receiver<()>,
+    debounce: Duration,
+) {
+    while woken.recv().await.is_ok() {
+        if !debounce.is_zero() {
+            Timer::after(debounce).await;
+        }
+        let _ = write_if_dirty(&shared).await;
+    }
+}
+
+async fn write_if_dirty<T: Serialize + Send + 'static>(shared: &DeferredShared<T>) -> bool {
+    let _turn = shared.turn.lock().await;
+    if !shared.dirty.replace(false) {
+        return true;
+    }
+    let value = (shared.snapshot)();
+    match offload::write_json_atomic_owned(&shared.path, value).await {
+        Ok(()) => true,
+        Err(e) => {
+            log::error!("saving state: {e}");
+            shared.reporter.fail(
+                FailureKind::State,
+                file_name(&shared.path),
+                None,
+                "state write failed",
+            );
+            shared.dirty.set(true);
             false
         }
     }
@@ -686,6 +783,58 @@ mod tests {
                     .unwrap(),
                 Some(100)
             );
+        }));
+    }
+
+    #[test]
+    fn deferred_writer_takes_one_snapshot_per_write_not_per_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.json");
+        let reporter = Reporter::new(Recorder::disabled(), BridgeCounters::default());
+        let value = Rc::new(Cell::new(0u32));
+        let snapshots = Rc::new(Cell::new(0u32));
+        let ex = smol::LocalExecutor::new();
+        smol::block_on(ex.run(async {
+            let (writer, task) = {
+                let (value, snapshots) = (value.clone(), snapshots.clone());
+                Deferred::new(
+                    path.clone(),
+                    Duration::from_millis(20),
+                    reporter,
+                    move || {
+                        snapshots.set(snapshots.get() + 1);
+                        value.get()
+                    },
+                )
+            };
+            ex.spawn(task).detach();
+            for n in 1..=10_000 {
+                value.set(n);
+                writer.mark();
+            }
+            assert_eq!(snapshots.get(), 0, "nothing taken while changes come");
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                if let Ok(Some(10_000)) = offload::read_json::<u32>(&path, Fallback::None).await {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "never written");
+                Timer::after(Duration::from_millis(10)).await;
+            }
+            assert_eq!(snapshots.get(), 1, "one write, one snapshot");
+            // Nothing changed: a flush writes nothing.
+            assert!(writer.flush().await);
+            assert_eq!(snapshots.get(), 1);
+            value.set(7);
+            writer.mark();
+            assert!(writer.flush().await);
+            assert_eq!(
+                offload::read_json::<u32>(&path, Fallback::None)
+                    .await
+                    .unwrap(),
+                Some(7)
+            );
+            assert_eq!(snapshots.get(), 2);
         }));
     }
 

@@ -31,6 +31,24 @@ pub async fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) ->
     write_bytes_atomic(path, bytes).await
 }
 
+/// Like [`write_json_atomic`], but serialises `value` on the blocking pool,
+/// inside the same trip as the write: for a value too large to serialise on
+/// the event loop (a snapshot of the channel directory).
+pub async fn write_json_atomic_owned<T: Serialize + Send + 'static>(
+    path: &Path,
+    value: T,
+) -> Result<(), Error> {
+    let (ticket, lock) = take_ticket(path);
+    let guard = lock.lock_arc().await;
+    let path = path.to_path_buf();
+    unblock(move || {
+        let bytes = to_json(&path, &value)?;
+        drop(value);
+        write_in_turn(guard, ticket, &path, &bytes, false)
+    })
+    .await
+}
+
 /// Writes `bytes` to `path` atomically (see the module docs).
 pub async fn write_bytes_atomic(path: &Path, bytes: Vec<u8>) -> Result<(), Error> {
     write_serialised(path, bytes, false).await

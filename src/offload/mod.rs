@@ -37,7 +37,9 @@ mod leftovers;
 mod lock;
 mod supervise;
 
-pub use atomic::{write_bytes_atomic, write_json_atomic, write_json_atomic_with_backup};
+pub use atomic::{
+    write_bytes_atomic, write_json_atomic, write_json_atomic_owned, write_json_atomic_with_backup,
+};
 pub use command::{run_command, CommandEnv, CommandOutput, CommandSpec};
 pub use error::Error;
 pub use fs::{

@@ -50,6 +50,7 @@ mod block_on;
 mod io;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod reactor;
+mod slice;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod tcp;
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -58,6 +59,7 @@ mod timer;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use {block_on::block_on, io::Async, tcp::TcpStream, timer::Timer};
 
+pub use slice::Slice;
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 pub use {async_io::Async, async_io::Timer, futures_lite::future::block_on};
 

@@ -7,7 +7,7 @@ use super::{unix_ms, Driver, Outcome, LOUD_WAIT};
 use crate::heartbeat::{Heartbeat, Reading, Verdict};
 use crate::loopwatch;
 use crate::protocol::{CloseCode, Command, Frame, Hello, Identify, OpCode, Resume};
-use crate::rt::Timer;
+use crate::rt::{Slice, Timer};
 use crate::shard::history::{EndReason, StartKind};
 use crate::shard::identify_queue::IdentifyPermit;
 use crate::shard::ratelimit::CommandLimiter;
@@ -43,7 +43,7 @@ impl Driver {
             replayed: 0,
             url: url.to_owned(),
             held: None,
-            slice: Slice::new(),
+            slice: Slice::new(SLICE_FRAMES, SLICE_TIME),
             beats: 0,
             worst_lateness: Duration::ZERO,
         };
@@ -584,38 +584,6 @@ pub(super) struct Live {
     /// among them (for the session history).
     pub(super) beats: u64,
     pub(super) worst_lateness: Duration,
-}
-
-/// Work done since the loop last yielded to the executor.
-pub(super) struct Slice {
-    pub(super) frames: u32,
-    pub(super) started: Instant,
-}
-
-impl Slice {
-    pub(super) fn new() -> Slice {
-        Slice {
-            frames: 0,
-            started: Instant::now(),
-        }
-    }
-
-    pub(super) fn count(&mut self) {
-        if self.frames == 0 {
-            self.started = Instant::now();
-        }
-        self.frames += 1;
-    }
-
-    /// Yields to the executor once a slice of work is done, so that other
-    /// tasks (and our own timers) run between slices of a burst.
-    pub(super) async fn yield_if_spent(&mut self) {
-        if self.frames >= SLICE_FRAMES || (self.frames > 0 && self.started.elapsed() >= SLICE_TIME)
-        {
-            self.frames = 0;
-            future::yield_now().await;
-        }
-    }
 }
 
 enum Wake {
