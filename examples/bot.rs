@@ -4,16 +4,20 @@
 //! It runs a set of shards on one thread, answers `!ping` with `pong` over
 //! REST wherever it sees it (DMs arrive on shard 0; guild messages on their
 //! guild's shard), sets its presence with a typed gateway command, and on
-//! SIGINT/SIGTERM closes every shard resumably, saves each shard's session
-//! (`SMOLCORD_BOT_STATE`, default `bot-sessions.json`) and exits 0; the next
-//! start resumes those sessions instead of identifying afresh, so nothing
-//! sent meanwhile is missed (within Discord's few minutes).
+//! SIGINT/SIGTERM exits 0 after closing every shard. With
+//! `SMOLCORD_BOT_STATE=FILE` it closes them resumably (4000) and saves each
+//! shard's session there, and the next start resumes those sessions
+//! instead of identifying afresh, so nothing sent meanwhile is missed
+//! (within Discord's few minutes). Without it there is nothing to resume
+//! from, so it closes with 1000: Discord ends the sessions and shows the
+//! bot offline at once, instead of minutes later.
 //!
-//! Intents: DIRECT_MESSAGES and GUILD_MESSAGES for the events, and
-//! MESSAGE_CONTENT, privileged, because without it a guild message's
-//! `content` is empty unless it mentions the bot (DMs carry their content
-//! either way). Enable "Message Content Intent" on the Developer Portal's
-//! Bot page, or set `SMOLCORD_BOT_DM_ONLY=1` to ask only for DIRECT_MESSAGES
+//! Intents: DIRECT_MESSAGES and GUILD_MESSAGES for the events. Without
+//! MESSAGE_CONTENT (privileged) a guild message's `content` is empty unless
+//! it mentions the bot, so in guilds only `@bot !ping`… would be seen;
+//! DMs carry their content either way. `SMOLCORD_BOT_MESSAGE_CONTENT=1`
+//! asks for MESSAGE_CONTENT too, for a plain `!ping` in guilds: enable
+//! "Message Content Intent" on the Developer Portal's Bot page first
 //! (Discord closes with 4014 for a privileged intent that is not enabled).
 //!
 //! ```text
@@ -35,7 +39,7 @@ use async_signal::{Signal, Signals};
 use futures_lite::{future, StreamExt};
 use smolcord::offload::{self, Fallback};
 use smolcord::protocol::{
-    Activity, Command, Intents, Message, PresenceUpdate, RawCommand, Snowflake,
+    Activity, CloseCode, Command, Intents, Message, PresenceUpdate, RawCommand, Snowflake,
 };
 use smolcord::rest::RestClient;
 use smolcord::shard::{
@@ -81,11 +85,10 @@ async fn run() -> Result<(), String> {
     let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
     let (ids, count) = range.resolve(bot.shards)?;
 
-    let intents = if env("SMOLCORD_BOT_DM_ONLY").is_some() {
-        Intents::DIRECT_MESSAGES
-    } else {
-        Intents::DIRECT_MESSAGES | Intents::GUILD_MESSAGES | Intents::MESSAGE_CONTENT
-    };
+    let mut intents = Intents::DIRECT_MESSAGES | Intents::GUILD_MESSAGES;
+    if env("SMOLCORD_BOT_MESSAGE_CONTENT").is_some() {
+        intents |= Intents::MESSAGE_CONTENT;
+    }
     let mut config = ShardConfig::new(token, intents);
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL").unwrap_or(bot.url));
     config.gateway_info = Some(rest.gateway_info_source());
@@ -102,11 +105,14 @@ async fn run() -> Result<(), String> {
 
     // Sessions saved by the last run: a shard resumes its own (a session
     // of another shard count is refused by Discord, so only the same count).
-    let state_file = PathBuf::from(env("SMOLCORD_BOT_STATE").unwrap_or("bot-sessions.json".into()));
-    let saved: SavedSessions = offload::read_json(&state_file, Fallback::None)
-        .await
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let state_file = env("SMOLCORD_BOT_STATE").map(PathBuf::from);
+    let saved: SavedSessions = match &state_file {
+        Some(file) => offload::read_json(file, Fallback::None)
+            .await
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default(),
+        None => SavedSessions::new(),
+    };
     log::info!("running shards {ids:?} of {count}");
     let (set, handle) = ShardSet::new(config, ids, count, |id| {
         saved.get(&id).cloned().unwrap_or_default()
@@ -115,10 +121,13 @@ async fn run() -> Result<(), String> {
     ex.run(async {
         let shards = ex.spawn(set.run());
         future::or(answer(&handle, &rest), stop_signal()).await?;
+        let Some(file) = &state_file else {
+            log::info!("stopping: ending every session (close 1000; nothing saved to resume)");
+            handle.close(CloseCode::NORMAL);
+            return shards.await.map_err(|e| e.to_string());
+        };
+        // 4000 keeps the sessions for the next start.
         log::info!("stopping: closing every shard resumably");
-        // 4000 keeps the sessions for the next start; a bot that will not
-        // come back would `handle.close(CloseCode::NORMAL)` (1000), so that
-        // Discord shows it offline at once instead of minutes later.
         handle.shutdown();
         let stopped = shards.await.map_err(|e| e.to_string());
         // The seq of the last event this loop took, per shard: everything
@@ -128,10 +137,10 @@ async fn run() -> Result<(), String> {
             .into_iter()
             .map(|status| (status.shard[0], status.resume_state()))
             .collect();
-        offload::write_json_atomic(&state_file, &sessions)
+        offload::write_json_atomic(file, &sessions)
             .await
             .map_err(|e| e.to_string())?;
-        log::info!("sessions saved to {}", state_file.display());
+        log::info!("sessions saved to {}", file.display());
         stopped
     })
     .await

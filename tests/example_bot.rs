@@ -22,8 +22,8 @@ fn the_reference_bot_runs_two_shards_answers_and_stops_cleanly() {
     let sim = Simulator::start(SimConfig {
         heartbeat_interval: Duration::from_millis(1000),
         recommended_shards: 2,
-        // The bot asks for MESSAGE_CONTENT (its guild `!ping`): as if
-        // enabled on the Developer Portal.
+        // The bot is told to ask for MESSAGE_CONTENT (its guild `!ping`):
+        // as if enabled on the Developer Portal.
         enabled_privileged_intents: Intents::MESSAGE_CONTENT,
         ..SimConfig::default()
     })
@@ -38,6 +38,7 @@ fn the_reference_bot_runs_two_shards_answers_and_stops_cleanly() {
             .env("SMOLCORD_GATEWAY_URL", sim.gateway_url())
             .env("SMOLCORD_API_BASE", sim.api_base())
             .env("SMOLCORD_SHARDS", "auto")
+            .env("SMOLCORD_BOT_MESSAGE_CONTENT", "1")
             .env("SMOLCORD_BOT_STATE", &state_file);
         command
     };

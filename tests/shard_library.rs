@@ -5,7 +5,7 @@
 mod support;
 
 use smolcord::protocol::CloseCode;
-use smolcord::shard::{Shard, ShardError, ShardEvent};
+use smolcord::shard::{Shard, ShardError, ShardHandle};
 use std::time::Duration;
 use support::shard::*;
 use support::wait::*;
@@ -60,25 +60,32 @@ fn resume_state_before_anything_is_taken_is_the_ready() {
     }));
 }
 
-#[test]
-fn closing_with_1000_ends_the_session_and_forgets_it() {
+/// Runs a shard to READY, stops it with `stop`, and returns the close codes
+/// the simulator saw and the handle.
+fn closes_after(stop: impl FnOnce(&ShardHandle)) -> (Vec<Option<u16>>, ShardHandle) {
     let sim = sim(5_000);
     let (shard, handle) = Shard::new(shard_config(&sim));
     let ex = smol::LocalExecutor::new();
     let driver = ex.spawn(shard.run());
     smol::block_on(ex.run(async {
         wait_dispatch(&handle, "READY").await;
-        handle.close(CloseCode::NORMAL);
+        stop(&handle);
         within("the driver to stop", BOUND, driver)
             .await
             .expect("a clean stop");
     }));
-    let closes: Vec<_> = sim
+    let closes = sim
         .stats()
         .connections
         .iter()
         .map(|c| c.client_close_code)
         .collect();
+    (closes, handle)
+}
+
+#[test]
+fn closing_with_1000_ends_the_session_and_forgets_it() {
+    let (closes, handle) = closes_after(|h| h.close(CloseCode::NORMAL));
     assert_eq!(closes, vec![Some(1000)]);
     let status = handle.status();
     assert!(status.state.session.is_none(), "{:?}", status.state);
@@ -87,29 +94,7 @@ fn closing_with_1000_ends_the_session_and_forgets_it() {
 
 #[test]
 fn shutdown_closes_resumably_and_keeps_the_session() {
-    let sim = sim(5_000);
-    let (shard, handle) = Shard::new(shard_config(&sim));
-    let ex = smol::LocalExecutor::new();
-    let driver = ex.spawn(shard.run());
-    smol::block_on(ex.run(async {
-        loop {
-            if let Ok(ShardEvent::Dispatch(d)) = handle.next_event().await {
-                if d.name == "READY" {
-                    break;
-                }
-            }
-        }
-        handle.shutdown();
-        within("the driver to stop", BOUND, driver)
-            .await
-            .expect("a clean stop");
-    }));
-    let closes: Vec<_> = sim
-        .stats()
-        .connections
-        .iter()
-        .map(|c| c.client_close_code)
-        .collect();
+    let (closes, handle) = closes_after(ShardHandle::shutdown);
     assert_eq!(closes, vec![Some(4000)]);
     assert!(handle.status().resume_state().session.is_some());
 }

@@ -47,7 +47,7 @@ pub(crate) struct Sent {
     /// The ids of the messages created (or edited), in part order.
     pub message_ids: Vec<String>,
     /// The reply was to go as a file, the upload was refused for good, and
-    /// it goes as (at most [`super::delivery::MAX_FALLBACK_MESSAGES`]) text
+    /// it goes as (at most `delivery`'s `MAX_FALLBACK_MESSAGES`) text
     /// messages instead: recorded before the first of them, so a restart
     /// goes on with the text, not with the file.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
