@@ -47,9 +47,19 @@
 //! expired session, or a Resume from before the replay buffer: op 9 `false`.
 //! Dispatches honour intents, shards and MESSAGE_CONTENT like Discord, and
 //! a dispatch to a session whose client is away is buffered for its Resume.
-//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE.
+//! A message sent while the bot has no session (none live, none
+//! resumable) goes to its channel's history only: a later fresh session
+//! never receives it, as on Discord. The bot's own REST messages come back
+//! as MESSAGE_CREATE/UPDATE.
 //!
 //! # REST behaviour
+//!
+//! Every message in a channel (injected users' and the bot's; not raw
+//! `/control/dispatch` payloads) is kept in its history, 10 000 per
+//! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
+//! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
+//! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
+//! 10008 Unknown Message).
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
@@ -89,6 +99,7 @@ mod control;
 mod events;
 mod faults;
 mod gateway;
+mod history;
 mod http;
 mod identify;
 mod inject;
@@ -338,10 +349,8 @@ impl Simulator {
         self.shared()
             .lock()
             .dir
-            .messages
-            .get(&channel_id.get())
-            .cloned()
-            .unwrap_or_default()
+            .history
+            .bot_messages(channel_id.get())
     }
 
     /// Events from now on (unbounded; drop the receiver when done).
