@@ -22,6 +22,7 @@ use super::intake::{classify, Intake};
 use super::nonce::{self, Notice};
 use super::persist::{Coalescing, SaveReason, SessionAndStatus, SessionFile};
 use super::queue::{Job, Room, Work, MAX_JOBS};
+use super::readback::Readback;
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
 use super::{results, worker};
@@ -74,6 +75,8 @@ pub(crate) struct Loop {
     pub marker: Option<RestartMarker>,
     pub reload: Receiver<()>,
     pub safe_mode_told: bool,
+    /// The read-back of the DM history after a fresh session.
+    pub readback: Readback,
     /// Rate limit of the "dropped" log line.
     pub drop_log: Throttle<()>,
 }
@@ -154,21 +157,38 @@ impl Loop {
                     let seq = dispatch.seq;
                     match dispatch.name.as_str() {
                         "READY" => {
+                            let began = now_unix_ms();
                             self.ctx.floor.borrow_mut().new_session(shard, seq);
                             match dispatch.data::<Ready>() {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
                             }
+                            // DMs come to shard 0 only. Due on disk before
+                            // the session is: a crash in between would
+                            // resume it and never read back.
+                            if shard == 0 {
+                                self.readback.mark_due(&self.ctx).await;
+                            }
                             self.session_started().await;
+                            if shard == 0 {
+                                self.readback.begin(&self.ctx, began);
+                            }
                         }
                         "RESUMED" => {
+                            let began = now_unix_ms();
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
                             self.session_started().await;
+                            // A read-back a crash cut short is done now.
+                            let due = self.ctx.runtime.borrow().readback_due;
+                            if shard == 0 && due && !self.readback.running() {
+                                self.readback.begin(&self.ctx, began);
+                            }
                         }
                         "MESSAGE_CREATE" => {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
+                                    self.readback.before_message(&self.ctx, &message);
                                     let outcome =
                                         self.on_message(message, shard, seq, stop.as_mut()).await;
                                     if let Some(outcome) = outcome {

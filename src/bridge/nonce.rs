@@ -29,6 +29,9 @@ pub(crate) enum Notice {
     SpoolFailed,
     /// The n-th voice note of the message could not be transcribed.
     Transcription(usize),
+    /// Messages up to this one, sent in a gap, were not answered (the
+    /// read-back's bounds).
+    Skipped,
 }
 
 /// Part `part` of the reply to `message`.
@@ -51,6 +54,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::BackOnline => format!("b{message}"),
         Notice::SpoolFailed => format!("f{message}"),
         Notice::Transcription(n) => format!("t{message}.{n}"),
+        Notice::Skipped => format!("u{message}"),
     };
     derived(text)
 }
@@ -106,6 +110,7 @@ mod tests {
             notice(largest, Notice::BackOnline),
             notice(largest, Notice::SpoolFailed),
             notice(largest, Notice::Transcription(9)),
+            notice(largest, Notice::Skipped),
             result_part(u64::MAX, 99),
         ];
         for (i, a) in all.iter().enumerate() {

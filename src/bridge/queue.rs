@@ -17,6 +17,7 @@
 //! Each channel's worker takes its jobs in order; a worker exists only while
 //! its channel has jobs, so workers too are at most [`MAX_JOBS`].
 
+use super::backlog::Gate;
 use super::counters::BridgeCounters;
 use super::inflight::JobGuard;
 use super::persist::SeqTicket;
@@ -62,6 +63,9 @@ pub(crate) enum Work {
     /// A reply an earlier run put on record and did not finish: deliver
     /// it (before any message of its channel that came after).
     Recorded { message: Snowflake },
+    /// What a fresh session's read-back finds in this channel: handled
+    /// before anything the session dispatches here after it.
+    Gate(Gate),
 }
 
 /// Whether a job may be queued now.

@@ -1,6 +1,7 @@
 //! Knobs of the bridge that are not config keys: timings and concurrency
 //! that tests shorten and that docs/budget.md names.
 
+use super::backlog::ReadbackBounds;
 use super::pairing::PairingRules;
 use std::time::Duration;
 
@@ -32,6 +33,8 @@ pub struct Tunables {
     pub runtime_debounce: Duration,
     /// Transcriptions running at once.
     pub transcribe_concurrency: usize,
+    /// What a read-back of the DM history after a fresh session takes on.
+    pub readback: ReadbackBounds,
 }
 
 impl Default for Tunables {
@@ -47,6 +50,7 @@ impl Default for Tunables {
             directory_debounce: Duration::from_secs(2),
             runtime_debounce: Duration::from_millis(500),
             transcribe_concurrency: 2,
+            readback: ReadbackBounds::default(),
         }
     }
 }

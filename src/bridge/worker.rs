@@ -15,6 +15,7 @@
 
 use super::access::{self, Role};
 use super::agent::{run_agent, AgentRun};
+use super::backlog::{late_prefix, skipped_notice, snowflake_unix_ms, Findings, Tally};
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::{self, notify, Plan, Settle};
@@ -64,7 +65,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) {
                     message.id
                 );
             } else {
-                let recorded = handle_message(ctx, &message, &guard, received_unix_ms).await;
+                let recorded = handle_message(ctx, &message, &guard, received_unix_ms, None).await;
                 finish(ctx, channel, message.id, recorded).await;
             }
             ctx.floor.borrow_mut().end(ticket);
@@ -75,8 +76,72 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) {
             }
             finish(ctx, channel, message, true).await;
         }
+        Work::Gate(gate) => {
+            guard.stage(format!("channel {channel}: waiting for its read-back"));
+            // Closed without findings: nothing to catch up on here.
+            if let Ok(findings) = gate.findings.recv().await {
+                guard.stage(format!(
+                    "channel {channel}: answering what its read-back found"
+                ));
+                handle_findings(ctx, channel, findings, &guard).await;
+            }
+        }
     }
     drop(guard);
+}
+
+/// What a read-back found in `channel`, oldest first: the notice for what
+/// it will not answer, then each message not processed meanwhile (the
+/// same message dispatched by the session is skipped after it, by its mark).
+async fn handle_findings(ctx: &Rc<Ctx>, channel: Snowflake, findings: Findings, guard: &JobGuard) {
+    let Findings {
+        skipped,
+        messages,
+        session_began_unix_ms,
+        tally,
+    } = findings;
+    if let Some(skipped) = skipped {
+        if !ctx.is_processed(channel, skipped.last) {
+            // Strangers are told nothing beyond the pairing rules.
+            if ctx.fresh_role(skipped.author).await == Role::Stranger {
+                log::info!(
+                    "read-back: {} message(s) of a stranger in channel {channel} not answered",
+                    skipped.count
+                );
+            } else {
+                let text = skipped_notice(&skipped, &ctx.tunables.readback);
+                let nonce = nonce::notice(skipped.last, Notice::Skipped);
+                notify(ctx, channel, &text, &nonce).await;
+            }
+            ctx.record_processed(channel, skipped.last).await;
+        }
+    }
+    for message in messages {
+        if ctx.stopping.get() {
+            // Unfinished: the read-back is due again at the next start.
+            return;
+        }
+        if ctx.is_processed(channel, message.id) {
+            continue;
+        }
+        let role = ctx.access.borrow().role(message.author.id);
+        if role == Role::Owner && is_restart_command(&message.content) {
+            log::info!(
+                "read-back: the owner's {:?} from while the bridge was offline is not acted on (it has just started)",
+                message.content.trim()
+            );
+            ctx.record_processed(channel, message.id).await;
+            continue;
+        }
+        let sent = snowflake_unix_ms(message.id);
+        let late = (sent < session_began_unix_ms).then_some(sent);
+        let recorded = handle_message(ctx, &message, guard, now_unix_ms(), late).await;
+        finish(ctx, channel, message.id, recorded).await;
+        Tally::add(&tally.handled, 1);
+    }
+    tally
+        .unfinished
+        .set(tally.unfinished.get().saturating_sub(1));
 }
 
 /// The end of a message: its processed mark on disk, then its reply record
@@ -91,18 +156,21 @@ async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: boo
 }
 
 /// Handles one message; true if its reply went through the outbox.
+/// `late`: it was sent while the bridge was offline, then (unix ms).
 async fn handle_message(
     ctx: &Rc<Ctx>,
     message: &Message,
     guard: &JobGuard,
     received_unix_ms: u64,
+    late: Option<u64>,
 ) -> bool {
     let role = ctx.fresh_role(message.author.id).await;
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
-        Verdict::Accept => accept(ctx, message, guard, received_unix_ms).await,
+        Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
         Verdict::BecomeOwner => {
-            become_owner(ctx, message).await && accept(ctx, message, guard, received_unix_ms).await
+            become_owner(ctx, message).await
+                && accept(ctx, message, guard, received_unix_ms, late).await
         }
         Verdict::Pair => {
             pair(ctx, message).await;
@@ -212,7 +280,13 @@ async fn pair(ctx: &Ctx, message: &Message) {
 
 /// Hands an accepted message to the agent (or the spool) and delivers the
 /// reply; true if the reply went through the outbox.
-async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_unix_ms: u64) -> bool {
+async fn accept(
+    ctx: &Rc<Ctx>,
+    message: &Message,
+    guard: &JobGuard,
+    received_unix_ms: u64,
+    late: Option<u64>,
+) -> bool {
     ctx.counters.bump(Counter::MessagesHandled);
     let what = format!("message {} in channel {}", message.id, message.channel_id);
     if is_restart_command(&message.content) {
@@ -238,7 +312,7 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
             guard.stage(format!("{what}: agent running"));
             let run = run_agent(ctx, argv, &task).await;
             guard.stage(format!("{what}: delivering the reply"));
-            let record = reply_record(message, run);
+            let record = reply_record(message, run, late);
             // On record before the first part goes out.
             delivery::save(ctx, &record).await;
             deliver_reply(ctx, record).await;
@@ -272,10 +346,15 @@ async fn accept(ctx: &Rc<Ctx>, message: &Message, guard: &JobGuard, received_uni
     }
 }
 
-fn reply_record(message: &Message, run: AgentRun) -> ReplyRecord {
+/// The reply on record; a late one says so in its first line.
+fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRecord {
     let (content, note, notice) = match run.reply {
         Ok(reply) => (reply.text, reply.cut_note, false),
         Err(notice) => (notice, None, true),
+    };
+    let content = match late {
+        Some(sent) => format!("{}\n{content}", late_prefix(sent)),
+        None => content,
     };
     ReplyRecord {
         channel_id: message.channel_id,
