@@ -96,6 +96,12 @@ impl Loop {
         let mut stop = std::pin::pin!(stop);
         let mut since_yield = 0;
         self.recover().await;
+        // A read-back a crash or stop cut short is done again now, before
+        // any event: its gates go ahead of what a resume replays.
+        if self.ctx.runtime.borrow().readback_due {
+            log::info!("a read-back was cut short: reading back again");
+            self.readback.begin(&self.ctx, now_unix_ms());
+        }
         let outcome = loop {
             // Events already waiting are taken without a pause: yield now
             // and then, so a burst never holds the thread for long.
@@ -175,14 +181,8 @@ impl Loop {
                             }
                         }
                         "RESUMED" => {
-                            let began = now_unix_ms();
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
                             self.session_started().await;
-                            // A read-back a crash cut short is done now.
-                            let due = self.ctx.runtime.borrow().readback_due;
-                            if shard == 0 && due && !self.readback.running() {
-                                self.readback.begin(&self.ctx, began);
-                            }
                         }
                         "MESSAGE_CREATE" => {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);

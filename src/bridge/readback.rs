@@ -33,9 +33,11 @@
 //! and its rate-limit buckets, yielding between pages), so the dispatch
 //! loop and the heartbeat never wait for it. Until it has finished, and its
 //! findings are handled, `runtime.json` says `readback_due` (written before
-//! the session is): a crash meanwhile reads back again at the next session
-//! start, a resume too. A newer fresh session cancels an older read-back
-//! (its gates open empty) and starts over from the marks.
+//! the session is): a crash or stop meanwhile reads back again at the next
+//! start, before any event (so ahead of what a resume replays). A newer
+//! fresh session cancels an older read-back (its gates open empty) and
+//! starts over from the marks. Messages sent once the session was up are
+//! not read back: the session delivers them.
 
 use super::backlog::{self, snowflake_at, snowflake_unix_ms, Findings, Skipped, Tally, PAGE};
 use super::ctx::Ctx;
@@ -130,11 +132,6 @@ impl Run {
 }
 
 impl Readback {
-    /// Whether a read-back is in progress.
-    pub fn running(&self) -> bool {
-        self.run.as_ref().is_some_and(|run| !run.finished.get())
-    }
-
     /// A fresh session is starting: a read-back is due, on disk before the
     /// session is (call before `session.json` is written).
     pub async fn mark_due(&self, ctx: &Ctx) {
@@ -254,13 +251,7 @@ impl Readback {
 
 /// The task: finds the answered users' DM channels, then reads every gated
 /// channel in turn and opens its gate with what it found.
-async fn read_back(
-    ctx: &Rc<Ctx>,
-    run: &Rc<Run>,
-    tally: Rc<Tally>,
-    known: &Known,
-    began_ms: u64,
-) {
+async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known, began_ms: u64) {
     let mut read_all = true;
     loop {
         if run.stopped(ctx) {
@@ -293,7 +284,7 @@ async fn read_back(
             }
         }
     }
-    let now_ms = now_unix_ms();
+    let now_ms = now_unix_ms().max(began_ms);
     let mut budget = ctx.tunables.readback.total;
     loop {
         if run.stopped(ctx) {
@@ -325,7 +316,7 @@ async fn read_back(
             }
         }
         Tally::add(&tally.channels, 1);
-        match read_channel(ctx, channel, now_ms, &mut budget).await {
+        match read_channel(ctx, channel, now_ms, began_ms, &mut budget).await {
             Ok((skipped, messages)) => {
                 Tally::add(&tally.found, messages.len());
                 if let Some(skipped) = &skipped {
@@ -366,6 +357,7 @@ async fn read_channel(
     ctx: &Ctx,
     channel: Snowflake,
     now_ms: u64,
+    began_ms: u64,
     budget: &mut usize,
 ) -> Result<(Option<Skipped>, Vec<Message>), RestError> {
     let bounds = ctx.tunables.readback;
@@ -395,7 +387,13 @@ async fn read_channel(
         let full = page.len() >= usize::from(PAGE);
         page.sort_unstable_by_key(|m| m.id);
         let skipped_before = jumped && page.first().is_some_and(|m| m.id > cursor);
+        let mut reached_the_session = false;
         for message in page.into_iter().filter(|m| m.id > unread_from) {
+            // Sent once the session was up: the session delivers it.
+            if snowflake_unix_ms(message.id) >= began_ms {
+                reached_the_session = true;
+                break;
+            }
             cursor = message.id;
             if ctx.bot_user() == Some(message.author.id)
                 || message.author.bot == Some(true)
@@ -435,7 +433,7 @@ async fn read_channel(
             }
             break;
         }
-        if !full {
+        if !full || reached_the_session {
             break;
         }
         futures_lite::future::yield_now().await;

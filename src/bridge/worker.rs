@@ -38,8 +38,9 @@ pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
     let worker_ctx = ctx.clone();
     ctx.spawn("bridge-channel", async move {
         while let Some(job) = worker_ctx.queues.next(channel) {
+            let counted = job.counts();
             handle(&worker_ctx, job).await;
-            worker_ctx.queues.done();
+            worker_ctx.queues.done(counted);
         }
     });
 }
