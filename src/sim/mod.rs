@@ -257,6 +257,16 @@ impl Simulator {
         self.shared().fault(fault)
     }
 
+    /// Ends every session whose client is away, as if its resume window
+    /// had passed: the next Resume of it is answered op 9 `false`, and
+    /// what is sent meanwhile reaches no session (the history only).
+    /// Returns how many sessions ended.
+    pub fn expire_sessions(&self) -> usize {
+        let ended = self.shared().lock().sessions.forget_detached();
+        log::info!("sim: {ended} detached session(s) expired");
+        ended
+    }
+
     /// Queues a REST fault for the next matching requests.
     pub fn rest_fault(&self, fault: RestFault) {
         self.shared().rest_fault(fault)
