@@ -378,6 +378,11 @@ fn main() {
                         .is_some()
                 } else {
                     unexpected_exits += usize::from(bot.stop(Signal::KILL));
+                    // Once the simulator has seen the socket go, the
+                    // session is only resumable; then it expires.
+                    next_event(&events, Duration::from_secs(5), |e| {
+                        matches!(e, SimEvent::ClientClosed { .. })
+                    });
                     sim.expire_sessions();
                     true
                 };

@@ -168,6 +168,11 @@ fn gap(sim: &Simulator, state: &Path, bot: Child, book: &DmBook, expire: bool) -
     if expire {
         kill_process(Pid::from_child(&bot), Signal::KILL).expect("SIGKILL");
         bot.wait().expect("reaped");
+        // Once the simulator has seen the socket go, the session is only
+        // resumable; then it expires.
+        next_event(&events, Duration::from_secs(5), |e| {
+            matches!(e, SimEvent::ClientClosed { .. })
+        });
         sim.expire_sessions();
     } else if sim.fault(Fault::InvalidSession(false)) == 0
         || next_event(&events, Duration::from_secs(5), |e| {
@@ -184,10 +189,28 @@ fn gap(sim: &Simulator, state: &Path, bot: Child, book: &DmBook, expire: bool) -
     if expire {
         bot = start(sim, state);
     }
-    next_event(&events, GAP_SESSION, |e| {
+    if next_event(&events, GAP_SESSION, |e| {
         matches!(e, SimEvent::Identified { .. })
     })
-    .expect("a fresh session after the gap");
+    .is_none()
+    {
+        let seen: Vec<String> = sim
+            .events()
+            .iter()
+            .filter(|e| {
+                !matches!(
+                    e,
+                    SimEvent::Heartbeat { .. }
+                        | SimEvent::Dispatched { .. }
+                        | SimEvent::Rest { .. }
+                        | SimEvent::CommandReceived { .. }
+                )
+            })
+            .map(|e| format!("{e:?}").chars().take(160).collect())
+            .collect();
+        let last = &seen[seen.len().saturating_sub(20)..];
+        panic!("no fresh session after the gap (expire: {expire}); last events: {last:#?}");
+    }
     bot
 }
 

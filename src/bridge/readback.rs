@@ -262,6 +262,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             break;
         };
         let opened = ctx.rest.create_dm(&user.to_string()).await;
+        let permanent = opened.as_ref().err().is_some_and(RestError::is_permanent);
         let channel = opened
             .map_err(|e| e.to_string())
             .and_then(|c| c.id.parse::<Snowflake>().map_err(|e| e.to_string()));
@@ -280,10 +281,18 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             Ok(_) => {}
             Err(e) => {
                 log::warn!("read-back: opening the DM channel of user {user}: {e}");
-                read_all = false;
+                read_all &= permanent;
             }
         }
     }
+    // A refusal that another try would get too (no access, an unknown
+    // channel) leaves nothing to read: it does not keep the read-back due.
+    let retry = |e: &RestError| {
+        log::warn!("read-back: {e}");
+        ctx.reporter
+            .rest_failure(crate::recorder::FailureKind::Rest, e);
+        !e.is_permanent()
+    };
     let now_ms = now_unix_ms().max(began_ms);
     let mut budget = ctx.tunables.readback.total;
     loop {
@@ -307,10 +316,9 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                     continue;
                 }
                 Err(e) => {
-                    log::warn!("read-back: channel {channel}: {e}");
-                    ctx.reporter
-                        .rest_failure(crate::recorder::FailureKind::Rest, &e);
-                    read_all = false;
+                    if retry(&e) {
+                        read_all = false;
+                    }
                     continue;
                 }
             }
@@ -337,10 +345,9 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                 }
             }
             Err(e) => {
-                log::warn!("read-back: reading the history of channel {channel}: {e}");
-                ctx.reporter
-                    .rest_failure(crate::recorder::FailureKind::Rest, &e);
-                read_all = false;
+                if retry(&e) {
+                    read_all = false;
+                }
             }
         }
         futures_lite::future::yield_now().await;
