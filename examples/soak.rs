@@ -454,6 +454,15 @@ fn main() {
         }
     }
     let totals = sim.stats().totals;
+    let lost: Vec<&str> = expected
+        .iter()
+        .filter(|e| e.parts.iter().any(|p| copies(&counts, p) == 0))
+        .map(|e| e.parts[0].as_str())
+        .take(10)
+        .collect();
+    if !lost.is_empty() {
+        println!("lost (the first 10): {lost:?}");
+    }
     println!("faults applied: {applied:?}");
     println!(
         "{faults} faults in {:.0} s; gateway: {} session(s) started, {} resumes; \
