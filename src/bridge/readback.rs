@@ -150,9 +150,13 @@ impl Readback {
     /// dispatch loop takes another event, then reads them in a task. An
     /// older read-back still going is cancelled (its gates open empty).
     pub fn begin(&mut self, ctx: &Rc<Ctx>, began_unix_ms: u64) {
+        // Channels the older read-back gated and has not read yet keep
+        // their gates, now the newer one's: opened empty, they would let
+        // the session's newer messages there past what the gap left.
+        let mut carried = Vec::new();
         if let Some(old) = self.run.take() {
             old.cancelled.set(true);
-            old.todo.borrow_mut().clear();
+            carried.extend(old.todo.borrow_mut().drain(..));
         }
         let generation = self.generation.get() + 1;
         self.generation.set(generation);
@@ -163,6 +167,10 @@ impl Readback {
             unresolved: RefCell::default(),
             gated: RefCell::default(),
         });
+        for pending in carried {
+            run.gated.borrow_mut().insert(pending.channel);
+            run.todo.borrow_mut().push_back(pending);
+        }
         // The owner first, then the allowed users, then the channels with
         // the newest marks.
         let mut users = ctx.access.borrow().answered_users();

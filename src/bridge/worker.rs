@@ -39,13 +39,27 @@ pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
     ctx.spawn("bridge-channel", async move {
         while let Some(job) = worker_ctx.queues.next(channel) {
             let counted = job.counts();
-            handle(&worker_ctx, job).await;
+            let held = handle(&worker_ctx, job).await;
             worker_ctx.queues.done(counted);
+            if held {
+                // Stopping with a read-back unfinished here: nothing newer
+                // may be handled (its mark would pass what the gap left).
+                // Left unhandled, and its seq held: the next start reads
+                // back and the resume replays.
+                while let Some(job) = worker_ctx.queues.next(channel) {
+                    let counted = job.counts();
+                    drop(job);
+                    worker_ctx.queues.done(counted);
+                }
+                break;
+            }
         }
     });
 }
 
-async fn handle(ctx: &Rc<Ctx>, job: Job) {
+/// Handles one job; true if the channel must be held (a read-back left
+/// unfinished at shutdown).
+async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
     let Job {
         channel,
         work,
@@ -79,22 +93,34 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) {
         }
         Work::Gate(gate) => {
             guard.stage(format!("channel {channel}: waiting for its read-back"));
-            // Closed without findings: nothing to catch up on here.
-            if let Ok(findings) = gate.findings.recv().await {
-                guard.stage(format!(
-                    "channel {channel}: answering what its read-back found"
-                ));
-                handle_findings(ctx, channel, findings, &guard).await;
-            }
+            // Closed without findings: nothing to catch up on here, unless
+            // the read-back was stopped before it got here.
+            let complete = match gate.findings.recv().await {
+                Ok(findings) => {
+                    guard.stage(format!(
+                        "channel {channel}: answering what its read-back found"
+                    ));
+                    handle_findings(ctx, channel, findings, &guard).await
+                }
+                Err(_) => !ctx.stopping.get(),
+            };
+            return !complete;
         }
     }
     drop(guard);
+    false
 }
 
 /// What a read-back found in `channel`, oldest first: the notice for what
 /// it will not answer, then each message not processed meanwhile (the
 /// same message dispatched by the session is skipped after it, by its mark).
-async fn handle_findings(ctx: &Rc<Ctx>, channel: Snowflake, findings: Findings, guard: &JobGuard) {
+/// True once all of them are handled.
+async fn handle_findings(
+    ctx: &Rc<Ctx>,
+    channel: Snowflake,
+    findings: Findings,
+    guard: &JobGuard,
+) -> bool {
     let Findings {
         skipped,
         messages,
@@ -120,7 +146,7 @@ async fn handle_findings(ctx: &Rc<Ctx>, channel: Snowflake, findings: Findings, 
     for message in messages {
         if ctx.stopping.get() {
             // Unfinished: the read-back is due again at the next start.
-            return;
+            return false;
         }
         if ctx.is_processed(channel, message.id) {
             continue;
@@ -143,6 +169,7 @@ async fn handle_findings(ctx: &Rc<Ctx>, channel: Snowflake, findings: Findings, 
     tally
         .unfinished
         .set(tally.unfinished.get().saturating_sub(1));
+    true
 }
 
 /// The end of a message: its processed mark on disk, then its reply record
