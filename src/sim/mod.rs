@@ -55,7 +55,7 @@
 //! # REST behaviour
 //!
 //! Every message in a channel (injected users' and the bot's; not raw
-//! `/control/dispatch` payloads) is kept in its history, 10 000 per
+//! `/control/dispatch` payloads nor `Fault::Flood` DMs) is kept in its history, 10 000 per
 //! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
 //! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
 //! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
