@@ -7,8 +7,12 @@
 //! three of three parts). Each fault is one of: a resumable gateway fault
 //! (op 7, TCP drop, close 4000, op 9 `true`, dropped ACKs = zombie, stall,
 //! delay, malformed frame, heartbeat request), a REST fault (a 5xx, a 429,
-//! a slow answer; each within what the REST client retries), or a process
-//! restart (SIGKILL, or SIGTERM with its drain). At the end it prints how
+//! a slow answer; each within what the REST client retries), a process
+//! restart (SIGKILL, or SIGTERM with its drain), or, one in 25, a gap: an
+//! op 9 that cannot be resumed, or a SIGKILL after which the session
+//! expires (the restart's Resume is refused), with DMs sent inside the
+//! gap, where no session receives them (the bridge reads them back from
+//! the history after its fresh session). At the end it prints how
 //! many replies and results were delivered, lost and duplicated, as the
 //! simulator saw them (a re-send Discord deduplicates by nonce is not a
 //! second message), and exits 1 unless every one arrived exactly once.
@@ -24,7 +28,10 @@
 
 use rustix::process::{kill_process, Pid, Signal};
 use smolcord::protocol::Snowflake;
-use smolcord::sim::{Fault, RestFault, RestFaultKind, SimConfig, Simulator, DEFAULT_SIM_TOKEN};
+use smolcord::sim::{
+    next_matching, Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simulator,
+    DEFAULT_SIM_TOKEN,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,6 +46,11 @@ const DMS_PER_FAULT: usize = 3;
 const DM_GAP: Duration = Duration::from_millis(40);
 /// After the last fault: the bound on everything arriving.
 const SETTLE: Duration = Duration::from_secs(120);
+/// DMs sent inside a gap (alternating users).
+const GAP_DMS: usize = 2;
+/// Bound on the fresh session after a gap (op 9's 1–5 s wait, the 5 s
+/// identify pacing, a loaded machine).
+const GAP_SESSION: Duration = Duration::from_secs(30);
 
 /// The agent: one message for `<sN>`, two parts (`<lN>.0`, `<lN>.1`) for `<lN>`.
 const AGENT: &str = r#"tag=$(grep -o '<[sl][0-9]*>' | head -n 1)
@@ -52,6 +64,8 @@ esac"#;
 struct Expected {
     parts: Vec<String>,
     result: bool,
+    /// Sent inside a gap: only the history has it.
+    gap: bool,
 }
 
 enum Chaos {
@@ -59,9 +73,18 @@ enum Chaos {
     Rest(RestFaultKind),
     Kill,
     Term,
+    /// op 9 `false`, DMs in the gap before the fresh identify.
+    Op9Gap,
+    /// SIGKILL, the session expires, DMs in the gap, restart.
+    ExpiredGap,
 }
 
 fn random_chaos() -> Chaos {
+    match fastrand::u8(0..50) {
+        0 => return Chaos::Op9Gap,
+        1 => return Chaos::ExpiredGap,
+        _ => {}
+    }
     match fastrand::u8(0..14) {
         0 => Chaos::Gateway(Fault::Reconnect),
         1 => Chaos::Gateway(Fault::DropTcp),
@@ -91,6 +114,8 @@ fn name(chaos: &Chaos) -> String {
         Chaos::Rest(kind) => format!("Rest{kind:?}"),
         Chaos::Kill => "SIGKILL".into(),
         Chaos::Term => "SIGTERM".into(),
+        Chaos::Op9Gap => "GapOp9".into(),
+        Chaos::ExpiredGap => "GapExpired".into(),
     };
     full.split(['(', ' ', '{']).next().unwrap_or("?").to_owned()
 }
@@ -153,15 +178,67 @@ impl Bot {
     /// Stops the child with `signal` and starts a new one; returns whether
     /// the old one had ended by itself before (an unexpected exit).
     fn restart(&mut self, signal: Signal) -> bool {
+        let ended = self.stop(signal);
+        self.start();
+        ended
+    }
+
+    /// Stops the child with `signal`; returns whether it had ended by
+    /// itself before.
+    fn stop(&mut self, signal: Signal) -> bool {
         let ended = self.child.try_wait().expect("wait").is_some();
         if !ended {
             kill_process(Pid::from_child(&self.child), signal).expect("signal");
             // SIGTERM drains for at most 2 s; SIGKILL is at once.
             self.child.wait().expect("reaped");
         }
-        self.child = Bot::spawn(&self.binary, &self.sim, &self.state, self.log.as_deref());
         ended
     }
+
+    fn start(&mut self) {
+        self.child = Bot::spawn(&self.binary, &self.sim, &self.state, self.log.as_deref());
+    }
+}
+
+/// The DMs so far: tags alternate users, every other one asks for two parts.
+struct Dms {
+    sent: usize,
+    gap_sent: usize,
+}
+
+impl Dms {
+    fn send(&mut self, sim: &Simulator, expected: &mut Vec<Expected>, gap: bool) {
+        let dms = self.sent;
+        let (user, who) = if dms % 2 == 0 {
+            (OWNER, "owner")
+        } else {
+            (ALICE, "alice")
+        };
+        let (tag, parts) = if (dms / 2) % 2 == 0 {
+            let tag = format!("<s{dms}>");
+            (tag.clone(), vec![tag.clone()])
+        } else {
+            let tag = format!("<l{dms}>");
+            (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
+        };
+        sim.send_dm(user, who, &format!("message {tag}"));
+        expected.push(Expected {
+            parts,
+            result: false,
+            gap,
+        });
+        self.sent += 1;
+        self.gap_sent += usize::from(gap);
+    }
+}
+
+/// The next event on `events` matching `pred`, within `limit`.
+fn next_event(
+    events: &smol::channel::Receiver<SimEvent>,
+    limit: Duration,
+    pred: impl FnMut(&SimEvent) -> bool,
+) -> Option<SimEvent> {
+    smol::block_on(next_matching(events, limit, pred))
 }
 
 /// How many of the bot's messages in `channels` start with each tag (a
@@ -170,7 +247,12 @@ fn tally(sim: &Simulator, channels: &[Snowflake]) -> HashMap<String, usize> {
     let mut counts = HashMap::new();
     for &channel in channels {
         for message in sim.messages_in(channel) {
-            let tag = message.content.split(' ').next().unwrap_or_default();
+            // A late answer's first line says so; the reply follows it.
+            let content = match message.content.strip_prefix("(sent while I was offline") {
+                Some(late) => late.split_once('\n').map_or("", |(_, reply)| reply),
+                None => message.content.as_str(),
+            };
+            let tag = content.split(' ').next().unwrap_or_default();
             *counts.entry(tag.to_owned()).or_default() += 1;
         }
     }
@@ -219,27 +301,15 @@ fn main() {
     let mut expected: Vec<Expected> = Vec::new();
     let mut applied = BTreeMap::<String, usize>::new();
     let mut unexpected_exits = 0;
-    let (mut dms, mut results) = (0usize, 0usize);
+    let mut slow_gaps = 0;
+    let mut dms = Dms {
+        sent: 0,
+        gap_sent: 0,
+    };
+    let mut results = 0usize;
     for n in 0..faults {
         for _ in 0..DMS_PER_FAULT {
-            let (user, who) = if dms % 2 == 0 {
-                (OWNER, "owner")
-            } else {
-                (ALICE, "alice")
-            };
-            let (tag, parts) = if (dms / 2) % 2 == 0 {
-                let tag = format!("<s{dms}>");
-                (tag.clone(), vec![tag.clone()])
-            } else {
-                let tag = format!("<l{dms}>");
-                (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
-            };
-            sim.send_dm(user, who, &format!("message {tag}"));
-            expected.push(Expected {
-                parts,
-                result: false,
-            });
-            dms += 1;
+            dms.send(&sim, &mut expected, false);
             std::thread::sleep(DM_GAP);
         }
         if n % 2 == 0 {
@@ -268,6 +338,7 @@ fn main() {
             expected.push(Expected {
                 parts,
                 result: true,
+                gap: false,
             });
             results += 1;
         }
@@ -287,6 +358,51 @@ fn main() {
             }),
             Chaos::Kill => unexpected_exits += usize::from(bot.restart(Signal::KILL)),
             Chaos::Term => unexpected_exits += usize::from(bot.restart(Signal::TERM)),
+            Chaos::Op9Gap | Chaos::ExpiredGap => {
+                let events = sim.subscribe();
+                let op9 = matches!(chaos, Chaos::Op9Gap);
+                let gap = if op9 {
+                    // The connection serving the session is the one that
+                    // identified or resumed last; an op 9 on a socket on
+                    // its way out makes no gap.
+                    let live = sim.events().iter().rev().find_map(|e| match e {
+                        SimEvent::Identified { conn, .. } | SimEvent::Resumed { conn, .. } => {
+                            Some(*conn)
+                        }
+                        _ => None,
+                    });
+                    sim.fault(Fault::InvalidSession(false)) > 0
+                        && next_event(&events, Duration::from_secs(5), |e| {
+                            matches!(e, SimEvent::InvalidSession { conn, .. } if Some(*conn) == live)
+                        })
+                        .is_some()
+                } else {
+                    unexpected_exits += usize::from(bot.stop(Signal::KILL));
+                    // Once the simulator has seen the socket go, the
+                    // session is only resumable; then it expires.
+                    next_event(&events, Duration::from_secs(5), |e| {
+                        matches!(e, SimEvent::ClientClosed { .. })
+                    });
+                    sim.expire_sessions();
+                    true
+                };
+                if gap {
+                    for _ in 0..GAP_DMS {
+                        dms.send(&sim, &mut expected, true);
+                    }
+                }
+                if !op9 {
+                    bot.start();
+                }
+                if gap
+                    && next_event(&events, GAP_SESSION, |e| {
+                        matches!(e, SimEvent::Identified { .. })
+                    })
+                    .is_none()
+                {
+                    slow_gaps += 1;
+                }
+            }
         }
     }
     sim.fault(Fault::Delay(Duration::ZERO));
@@ -319,22 +435,34 @@ fn main() {
     kill_process(Pid::from_child(&bot.child), Signal::TERM).expect("SIGTERM");
     let status = bot.child.wait().expect("reaped");
 
-    // [replies, results] x [delivered, lost, duplicated]
-    let mut figures = [[0usize; 3]; 2];
+    // [replies, results, gap DMs] x [delivered, lost, duplicated]
+    let mut figures = [[0usize; 3]; 3];
     let counts = tally(&sim, &channels);
     for e in &expected {
         let counts: Vec<usize> = e.parts.iter().map(|p| copies(&counts, p)).collect();
-        let row = &mut figures[usize::from(e.result)];
-        if counts.contains(&0) {
-            row[1] += 1;
-        } else {
-            row[0] += 1;
-        }
-        if counts.iter().any(|&c| c > 1) {
-            row[2] += 1;
+        let rows = [Some(usize::from(e.result)), e.gap.then_some(2)];
+        for row in rows.into_iter().flatten() {
+            let row = &mut figures[row];
+            if counts.contains(&0) {
+                row[1] += 1;
+            } else {
+                row[0] += 1;
+            }
+            if counts.iter().any(|&c| c > 1) {
+                row[2] += 1;
+            }
         }
     }
     let totals = sim.stats().totals;
+    let lost: Vec<&str> = expected
+        .iter()
+        .filter(|e| e.parts.iter().any(|p| copies(&counts, p) == 0))
+        .map(|e| e.parts[0].as_str())
+        .take(10)
+        .collect();
+    if !lost.is_empty() {
+        println!("lost (the first 10): {lost:?}");
+    }
     println!("faults applied: {applied:?}");
     println!(
         "{faults} faults in {:.0} s; gateway: {} session(s) started, {} resumes; \
@@ -344,8 +472,16 @@ fn main() {
         totals.resumes,
     );
     println!(
-        "replies delivered / lost / duplicated: {} / {} / {}  (of {dms} DMs)",
-        figures[0][0], figures[0][1], figures[0][2]
+        "replies delivered / lost / duplicated: {} / {} / {}  (of {} DMs)",
+        figures[0][0], figures[0][1], figures[0][2], dms.sent
+    );
+    println!(
+        "  of them sent inside gaps: {} / {} / {}  (of {}; {slow_gaps} gap(s) without a fresh session in {} s)",
+        figures[2][0],
+        figures[2][1],
+        figures[2][2],
+        dms.gap_sent,
+        GAP_SESSION.as_secs()
     );
     println!(
         "results delivered / lost / duplicated: {} / {} / {}  (of {results})",

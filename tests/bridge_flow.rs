@@ -153,6 +153,9 @@ fn a_429_is_honoured_before_the_reply_goes_out() {
         let bridge = rig.start(&ex, config, tunables()).await;
         rig.session_ready(T).await;
         let dm = rig.sim.dm_channel_of(ALICE);
+        // The session's read-back reads this channel's history (same
+        // path): the fault is for the reply.
+        rig.history_read(dm, T).await;
         let path = format!("/api/v10/channels/{dm}/messages");
         rig.sim
             .rest_fault(RestFault::rate_limited(1, 0.6).on(&path));
@@ -186,6 +189,9 @@ fn failed_delivery_runs_the_dm_fallback_and_archives_the_outcome() {
         let bridge = rig.start(&ex, config, tunables()).await;
         rig.session_ready(T).await;
         let dm = rig.sim.dm_channel_of(ALICE);
+        // The session's read-back reads this channel's history (same
+        // path): the faults are for the results.
+        rig.history_read(dm, T).await;
         let path = format!("/api/v10/channels/{dm}/messages");
 
         // 403: permanent at once.

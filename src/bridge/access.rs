@@ -255,6 +255,12 @@ impl Access {
         format!("{owner}, {allowed} allowed user(s)")
     }
 
+    /// Everyone answered: the owner first, then the allowed users.
+    pub fn answered_users(&self) -> Vec<Snowflake> {
+        let allowed = self.config_allowed.union(&self.file.allowed_user_ids);
+        self.owner().into_iter().chain(allowed.copied()).collect()
+    }
+
     pub fn owner(&self) -> Option<Snowflake> {
         self.config_owner.or(self.file.owner_id)
     }

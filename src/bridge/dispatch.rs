@@ -22,6 +22,7 @@ use super::intake::{classify, Intake};
 use super::nonce::{self, Notice};
 use super::persist::{Deferred, SaveReason, SessionAndStatus, SessionFile};
 use super::queue::{Job, Room, Work, MAX_JOBS};
+use super::readback::Readback;
 use super::restart::{self, RestartMarker};
 use super::throttle::{Throttle, Verdict};
 use super::{results, worker};
@@ -80,6 +81,8 @@ pub(crate) struct Loop {
     pub marker: Option<RestartMarker>,
     pub reload: Receiver<()>,
     pub safe_mode_told: bool,
+    /// The read-back of the DM history after a fresh session.
+    pub readback: Readback,
     /// Rate limit of the "dropped" log line.
     pub drop_log: Throttle<()>,
 }
@@ -99,6 +102,12 @@ impl Loop {
         let mut stop = std::pin::pin!(stop);
         let mut slice = crate::rt::Slice::new(SLICE_EVENTS, SLICE_TIME);
         self.recover().await;
+        // A read-back a crash or stop cut short is done again now, before
+        // any event: its gates go ahead of what a resume replays.
+        if self.ctx.runtime.borrow().readback_due {
+            log::info!("a read-back was cut short: reading back again");
+            self.readback.begin(&self.ctx, now_unix_ms());
+        }
         let outcome = loop {
             // Events already waiting are taken without a pause: yield after
             // a slice, so a burst never holds the thread for long.
@@ -157,12 +166,22 @@ impl Loop {
                     let seq = dispatch.seq;
                     match dispatch.name.as_str() {
                         "READY" => {
+                            let began = now_unix_ms();
                             self.ctx.floor.borrow_mut().new_session(shard, seq);
                             match dispatch.data::<Ready>() {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
                             }
+                            // DMs come to shard 0 only. Due on disk before
+                            // the session is: a crash in between would
+                            // resume it and never read back.
+                            if shard == 0 {
+                                self.readback.mark_due(&self.ctx).await;
+                            }
                             self.session_started().await;
+                            if shard == 0 {
+                                self.readback.begin(&self.ctx, began);
+                            }
                         }
                         "RESUMED" => {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
@@ -172,6 +191,7 @@ impl Loop {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
+                                    self.readback.before_message(&self.ctx, &message);
                                     let outcome =
                                         self.on_message(message, shard, seq, stop.as_mut()).await;
                                     if let Some(outcome) = outcome {

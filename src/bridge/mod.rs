@@ -35,6 +35,7 @@
 
 pub mod access;
 mod agent;
+mod backlog;
 mod counters;
 mod ctx;
 mod delivery;
@@ -47,6 +48,7 @@ mod outbox;
 pub mod pairing;
 mod persist;
 mod queue;
+mod readback;
 mod report;
 pub mod restart;
 mod results;
@@ -62,6 +64,7 @@ mod worker;
 
 pub use access::{AccessFile, Role};
 pub use agent::PLACEHOLDER;
+pub use backlog::ReadbackBounds;
 pub use counters::{BridgeCounters, CountersSnapshot};
 pub use dispatch::BridgeOutcome;
 pub use outbox::OUTBOX_DIR;
@@ -392,6 +395,7 @@ impl Bridge {
             marker: self.marker,
             reload: self.reload_rx,
             safe_mode_told: false,
+            readback: readback::Readback::default(),
             drop_log: throttle::Throttle::new(1, dispatch::DROP_LOG_INTERVAL),
         };
         let outcome = ex

@@ -31,6 +31,9 @@ pub(crate) enum Notice {
     Transcription(usize),
     /// The reply could not be delivered (in full).
     Undelivered,
+    /// Messages up to this one, sent in a gap, were not answered (the
+    /// read-back's bounds).
+    Skipped,
 }
 
 /// Part `part` of the reply to `message`.
@@ -54,6 +57,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::SpoolFailed => format!("f{message}"),
         Notice::Transcription(n) => format!("t{message}.{n}"),
         Notice::Undelivered => format!("u{message}"),
+        Notice::Skipped => format!("g{message}"),
     };
     derived(text)
 }
@@ -116,6 +120,7 @@ mod tests {
             notice(largest, Notice::SpoolFailed),
             notice(largest, Notice::Transcription(9)),
             notice(largest, Notice::Undelivered),
+            notice(largest, Notice::Skipped),
             result_part(u64::MAX, 99),
             result_undelivered(u64::MAX),
         ];

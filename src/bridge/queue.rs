@@ -17,6 +17,7 @@
 //! Each channel's worker takes its jobs in order; a worker exists only while
 //! its channel has jobs, so workers too are at most [`MAX_JOBS`].
 
+use super::backlog::Gate;
 use super::counters::BridgeCounters;
 use super::inflight::JobGuard;
 use super::persist::SeqTicket;
@@ -62,6 +63,18 @@ pub(crate) enum Work {
     /// A reply an earlier run put on record and did not finish: deliver
     /// it (before any message of its channel that came after).
     Recorded { message: Snowflake },
+    /// What a fresh session's read-back finds in this channel: handled
+    /// before anything the session dispatches here after it.
+    Gate(Gate),
+}
+
+impl Job {
+    /// Whether it counts against [`MAX_JOBS`]: a read-back's gate holds
+    /// no message of its own (what it lets through is bounded by the
+    /// read-back, `ReadbackBounds`), so it takes no room from messages.
+    pub fn counts(&self) -> bool {
+        !matches!(self.work, Work::Gate(_))
+    }
 }
 
 /// Whether a job may be queued now.
@@ -115,12 +128,14 @@ impl JobQueues {
         }
     }
 
-    /// Queues `job` (after [`Room::Now`]); returns whether its channel needs
-    /// a worker started.
+    /// Queues `job` (after [`Room::Now`]; a gate needs no room); returns
+    /// whether its channel needs a worker started.
     pub fn push(&self, job: Job) -> bool {
-        let jobs = self.jobs.get() + 1;
-        self.jobs.set(jobs);
-        self.counters.jobs_now(jobs);
+        if job.counts() {
+            let jobs = self.jobs.get() + 1;
+            self.jobs.set(jobs);
+            self.counters.jobs_now(jobs);
+        }
         let mut channels = self.channels.borrow_mut();
         match channels.get_mut(&job.channel) {
             Some(queue) => {
@@ -159,8 +174,10 @@ impl JobQueues {
     }
 
     /// A job taken with [`JobQueues::next`] is finished.
-    pub fn done(&self) {
-        self.jobs.set(self.jobs.get().saturating_sub(1));
+    pub fn done(&self, job_counted: bool) {
+        if job_counted {
+            self.jobs.set(self.jobs.get().saturating_sub(1));
+        }
         self.room.notify(usize::MAX);
     }
 }

@@ -44,6 +44,10 @@ pub struct RuntimeState {
     /// Last processed message id per channel.
     #[serde(default)]
     pub processed: BTreeMap<Snowflake, Snowflake>,
+    /// A fresh session began and its read-back of the DM history has not
+    /// finished: the next session start (a resume too) reads back again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub readback_due: bool,
 }
 
 impl RuntimeState {

@@ -1,6 +1,7 @@
 //! Knobs of the bridge that are not config keys: timings and concurrency
 //! that tests shorten and that docs/budget.md names.
 
+use super::backlog::ReadbackBounds;
 use super::pairing::PairingRules;
 use std::time::Duration;
 
@@ -34,6 +35,8 @@ pub struct Tunables {
     pub transcribe_concurrency: usize,
     /// How a task that cannot be written to `spool/tasks/` is tried again.
     pub spool_retry: SpoolRetry,
+    /// What a read-back of the DM history after a fresh session takes on.
+    pub readback: ReadbackBounds,
 }
 
 /// Retries of a task write that failed (a full or read-only disk): the
@@ -76,6 +79,7 @@ impl Default for Tunables {
             runtime_debounce: Duration::from_millis(500),
             transcribe_concurrency: 2,
             spool_retry: SpoolRetry::default(),
+            readback: ReadbackBounds::default(),
         }
     }
 }

@@ -15,6 +15,7 @@
 
 use super::access::{self, Role};
 use super::agent::{run_agent, AgentRun};
+use super::backlog::{late_prefix, skipped_notice, snowflake_unix_ms, Findings, Tally};
 use super::counters::Counter;
 use super::ctx::Ctx;
 use super::delivery::{self, notify, Plan, Settle};
@@ -39,17 +40,29 @@ pub(crate) fn start_worker(ctx: &Rc<Ctx>, channel: Snowflake) {
     let worker_ctx = ctx.clone();
     ctx.spawn("bridge-channel", async move {
         while let Some(job) = worker_ctx.queues.next(channel) {
-            let go_on = handle(&worker_ctx, job).await;
-            worker_ctx.queues.done();
-            if !go_on {
-                return;
+            let counted = job.counts();
+            let held = handle(&worker_ctx, job).await;
+            worker_ctx.queues.done(counted);
+            if held {
+                // Stopping with this channel unfinished (a read-back, or a
+                // task that could not be spooled): nothing newer may be
+                // handled (its mark would pass what is left). Left
+                // unhandled, and its seq held: the next start reads back
+                // and the resume replays.
+                while let Some(job) = worker_ctx.queues.next(channel) {
+                    let counted = job.counts();
+                    drop(job);
+                    worker_ctx.queues.done(counted);
+                }
+                break;
             }
         }
     });
 }
 
-/// Handles one job; false if the channel's worker must take no more (the
-/// bridge is stopping with this message unfinished).
+/// Handles one job; true if the channel must be held: the bridge is
+/// stopping with this job unfinished (a read-back, or a message whose task
+/// could not be spooled).
 async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
     let Job {
         channel,
@@ -71,7 +84,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
                     message.id
                 );
             } else {
-                match handle_message(ctx, &message, &guard, received_unix_ms).await {
+                match handle_message(ctx, &message, &guard, received_unix_ms, None).await {
                     Handled::Unfinished => {
                         // Not processed, and its seq stays held: the saved
                         // seq never moves past it, so the next start's
@@ -79,7 +92,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
                         // messages are not taken either (a processed mark
                         // covers every earlier message of its channel).
                         drop(guard);
-                        return false;
+                        return true;
                     }
                     handled => finish(ctx, channel, message.id, handled == Handled::Recorded).await,
                 }
@@ -92,8 +105,88 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
             }
             finish(ctx, channel, message, true).await;
         }
+        Work::Gate(gate) => {
+            guard.stage(format!("channel {channel}: waiting for its read-back"));
+            // Closed without findings: nothing to catch up on here, unless
+            // the read-back was stopped before it got here.
+            let complete = match gate.findings.recv().await {
+                Ok(findings) => {
+                    guard.stage(format!(
+                        "channel {channel}: answering what its read-back found"
+                    ));
+                    handle_findings(ctx, channel, findings, &guard).await
+                }
+                Err(_) => !ctx.stopping.get(),
+            };
+            return !complete;
+        }
     }
     drop(guard);
+    false
+}
+
+/// What a read-back found in `channel`, oldest first: the notice for what
+/// it will not answer, then each message not processed meanwhile (the
+/// same message dispatched by the session is skipped after it, by its mark).
+/// True once all of them are handled.
+async fn handle_findings(
+    ctx: &Rc<Ctx>,
+    channel: Snowflake,
+    findings: Findings,
+    guard: &JobGuard,
+) -> bool {
+    let Findings {
+        skipped,
+        messages,
+        session_began_unix_ms,
+        tally,
+    } = findings;
+    if let Some(skipped) = skipped {
+        if !ctx.is_processed(channel, skipped.last) {
+            // Strangers are told nothing beyond the pairing rules.
+            if ctx.fresh_role(skipped.author).await == Role::Stranger {
+                log::info!(
+                    "read-back: {} message(s) of a stranger in channel {channel} not answered",
+                    skipped.count
+                );
+            } else {
+                let text = skipped_notice(&skipped, &ctx.tunables.readback);
+                let nonce = nonce::notice(skipped.last, Notice::Skipped);
+                notify(ctx, channel, &text, &nonce).await;
+            }
+            ctx.record_processed(channel, skipped.last).await;
+        }
+    }
+    for message in messages {
+        if ctx.stopping.get() {
+            // Unfinished: the read-back is due again at the next start.
+            return false;
+        }
+        if ctx.is_processed(channel, message.id) {
+            continue;
+        }
+        let role = ctx.access.borrow().role(message.author.id);
+        if role == Role::Owner && is_restart_command(&message.content) {
+            log::info!(
+                "read-back: the owner's {:?} from while the bridge was offline is not acted on (it has just started)",
+                message.content.trim()
+            );
+            ctx.record_processed(channel, message.id).await;
+            continue;
+        }
+        let sent = snowflake_unix_ms(message.id);
+        let late = (sent < session_began_unix_ms).then_some(sent);
+        match handle_message(ctx, &message, guard, now_unix_ms(), late).await {
+            // Its task could not be spooled before the stop: the read-back
+            // is due again at the next start.
+            Handled::Unfinished => return false,
+            handled => finish(ctx, channel, message.id, handled == Handled::Recorded).await,
+        }
+        Tally::add(&tally.handled, 1);
+    }
+    tally
+        .unfinished
+        .set(tally.unfinished.get().saturating_sub(1));
     true
 }
 
@@ -119,20 +212,22 @@ enum Handled {
     Unfinished,
 }
 
-/// Handles one message.
+/// Handles one message. `late`: it was sent while the bridge was
+/// offline, then (unix ms).
 async fn handle_message(
     ctx: &Rc<Ctx>,
     message: &Message,
     guard: &JobGuard,
     received_unix_ms: u64,
+    late: Option<u64>,
 ) -> Handled {
     let role = ctx.fresh_role(message.author.id).await;
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
-        Verdict::Accept => accept(ctx, message, guard, received_unix_ms).await,
+        Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
         Verdict::BecomeOwner => {
             if become_owner(ctx, message).await {
-                accept(ctx, message, guard, received_unix_ms).await
+                accept(ctx, message, guard, received_unix_ms, late).await
             } else {
                 Handled::Done
             }
@@ -250,6 +345,7 @@ async fn accept(
     message: &Message,
     guard: &JobGuard,
     received_unix_ms: u64,
+    late: Option<u64>,
 ) -> Handled {
     ctx.counters.bump(Counter::MessagesHandled);
     let what = format!("message {} in channel {}", message.id, message.channel_id);
@@ -276,7 +372,7 @@ async fn accept(
             guard.stage(format!("{what}: agent running"));
             let run = run_agent(ctx, argv, &task).await;
             guard.stage(format!("{what}: delivering the reply"));
-            let record = reply_record(message, run);
+            let record = reply_record(message, run, late);
             // On record before the first part goes out.
             delivery::save(ctx, &record).await;
             deliver_reply(ctx, record).await;
@@ -349,10 +445,15 @@ async fn spool_task(ctx: &Ctx, message: &Message, task: &Task) -> Handled {
     }
 }
 
-fn reply_record(message: &Message, run: AgentRun) -> ReplyRecord {
+/// The reply on record; a late one says so in its first line.
+fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRecord {
     let (content, note, notice) = match run.reply {
         Ok(reply) => (reply.text, reply.cut_note, false),
         Err(notice) => (notice, None, true),
+    };
+    let content = match late {
+        Some(sent) => format!("{}\n{content}", late_prefix(sent)),
+        None => content,
     };
     ReplyRecord {
         channel_id: message.channel_id,

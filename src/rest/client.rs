@@ -20,7 +20,7 @@ use super::ratelimit::{seconds, RateLimiter, RouteKey};
 use super::split::MESSAGE_LIMIT;
 use super::types::{Channel, Message};
 use crate::offload::unblock;
-use crate::protocol::GatewayBot;
+use crate::protocol::{GatewayBot, Snowflake};
 use crate::shard::{GatewayInfo, GatewayInfoSource};
 use crate::token::Token;
 
@@ -233,6 +233,47 @@ impl RestClient {
         snowflake(&route, "recipient_id", recipient_id)?;
         let body = serde_json::json!({ "recipient_id": recipient_id });
         self.call(route, Some(body)).await
+    }
+
+    /// `GET /channels/{id}`: the channel (its `type` tells a DM, 1, from a
+    /// guild channel).
+    pub async fn get_channel(&self, channel_id: &str) -> Result<Channel, RestError> {
+        let route = Route {
+            method: "GET",
+            template: "/channels/{channel_id}",
+            path: format!("/channels/{channel_id}"),
+            major: channel_id.to_owned(),
+            idempotent: true,
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        self.call(route, None).await
+    }
+
+    /// `GET /channels/{id}/messages?after={id}&limit={n}`: the `limit`
+    /// (1..=100) messages right after `after` (any snowflake, e.g. one
+    /// made from a time), answered newest first as Discord does; page on
+    /// with the newest id of the answer (fewer than `limit`: caught up).
+    /// Without `after`: the channel's newest `limit` messages.
+    pub async fn channel_messages(
+        &self,
+        channel_id: &str,
+        after: Option<Snowflake>,
+        limit: u8,
+    ) -> Result<Vec<crate::protocol::Message>, RestError> {
+        let limit = limit.clamp(1, 100);
+        let query = match after {
+            Some(after) => format!("after={after}&limit={limit}"),
+            None => format!("limit={limit}"),
+        };
+        let route = Route {
+            method: "GET",
+            template: "/channels/{channel_id}/messages",
+            path: format!("/channels/{channel_id}/messages?{query}"),
+            major: channel_id.to_owned(),
+            idempotent: true,
+        };
+        snowflake(&route, "channel_id", channel_id)?;
+        self.call(route, None).await
     }
 
     /// `POST /channels/{id}/messages` with mentions disabled and a random

@@ -129,13 +129,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
                 .ok_or_else(|| bad("missing query parameter `channel_id`"))?
                 .parse::<u64>()
                 .map_err(|_| bad("query parameter `channel_id` must be a Discord id"))?;
-            let messages = shared
-                .lock()
-                .dir
-                .messages
-                .get(&channel)
-                .cloned()
-                .unwrap_or_default();
+            let messages = shared.lock().dir.history.bot_messages(channel);
             Response::json(200, &serde_json::to_value(messages).unwrap_or(Value::Null))
         }
         (

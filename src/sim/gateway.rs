@@ -507,7 +507,7 @@ impl Reader {
     }
 
     /// Lets go of the session this connection serves: ends it, or leaves
-    /// it resumable (unless another connection has taken it over).
+    /// it resumable (neither if another connection has taken it over).
     fn release_session(
         session: &mut Option<String>,
         conn: u64,
@@ -518,12 +518,19 @@ impl Reader {
         let Some(session_id) = session.take() else {
             return;
         };
+        // A connection another one has taken the session from (a resume
+        // elsewhere) can no longer end it: an op 9 on a dying socket must
+        // not take the live connection's session away.
+        let Some(found) = state.sessions.get_mut(&session_id) else {
+            return;
+        };
+        if found.conn.is_some_and(|c| c != conn) {
+            return;
+        }
         if end_it {
             state.sessions.remove(&session_id);
-        } else if let Some(session) = state.sessions.get_mut(&session_id) {
-            if session.conn == Some(conn) {
-                session.detach(now);
-            }
+        } else {
+            found.detach(now);
         }
     }
 

@@ -53,7 +53,7 @@ impl Shared {
             Vec::new(),
             0,
         );
-        state.dispatch(&self.config, "MESSAGE_CREATE", &d);
+        state.post_from_user(&self.config, channel, id, &d);
         (Snowflake::new(id), Snowflake::new(channel))
     }
 
@@ -106,7 +106,7 @@ impl Shared {
             vec![attachment],
             MESSAGE_FLAG_IS_VOICE_MESSAGE,
         );
-        state.dispatch(&self.config, "MESSAGE_CREATE", &d);
+        state.post_from_user(&self.config, channel, id, &d);
         VoiceNote {
             message_id: Snowflake::new(id),
             channel_id: Snowflake::new(channel),
@@ -141,7 +141,7 @@ impl Shared {
             Vec::new(),
             0,
         );
-        state.dispatch(&self.config, "MESSAGE_CREATE", &d);
+        state.post_from_user(&self.config, channel_id.get(), id, &d);
         Ok(Snowflake::new(id))
     }
 

@@ -49,7 +49,10 @@
 //! expired session, or a Resume from before the replay buffer: op 9 `false`.
 //! Dispatches honour intents, shards and MESSAGE_CONTENT like Discord, and
 //! a dispatch to a session whose client is away is buffered for its Resume.
-//! The bot's own REST messages come back as MESSAGE_CREATE/UPDATE. op 8
+//! A message sent while the bot has no session (none live, none
+//! resumable) goes to its channel's history only: a later fresh session
+//! never receives it, as on Discord. The bot's own REST messages come
+//! back as MESSAGE_CREATE/UPDATE. op 8
 //! Request Guild Members is answered with GUILD_MEMBERS_CHUNK (or
 //! RATE_LIMITED; `members.rs`), against guilds of the bot, its owner and
 //! [`SimConfig::guild_members`] more. The default token,
@@ -66,6 +69,13 @@
 //! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
 //! checked field by field (`message_body.rs`: 400 50035 naming the field),
 //! and replies get `referenced_message` (`replies.rs`).
+//!
+//! Every message in a channel (injected users' and the bot's; not raw
+//! `/control/dispatch` payloads nor `Fault::Flood` DMs) is kept in its history, 10 000 per
+//! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
+//! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
+//! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
+//! 10008 Unknown Message).
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
@@ -145,6 +155,7 @@ mod control;
 mod events;
 mod faults;
 mod gateway;
+mod history;
 mod http;
 mod identify;
 mod inject;
@@ -324,6 +335,16 @@ impl Simulator {
         self.shared().set_pacing(pacing)
     }
 
+    /// Ends every session whose client is away, as if its resume window
+    /// had passed: the next Resume of it is answered op 9 `false`, and
+    /// what is sent meanwhile reaches no session (the history only).
+    /// Returns how many sessions ended.
+    pub fn expire_sessions(&self) -> usize {
+        let ended = self.shared().lock().sessions.forget_detached();
+        log::info!("sim: {ended} detached session(s) expired");
+        ended
+    }
+
     /// Queues a REST fault for the next matching requests.
     pub fn rest_fault(&self, fault: RestFault) {
         self.shared().rest_fault(fault)
@@ -416,10 +437,8 @@ impl Simulator {
         self.shared()
             .lock()
             .dir
-            .messages
-            .get(&channel_id.get())
-            .cloned()
-            .unwrap_or_default()
+            .history
+            .bot_messages(channel_id.get())
     }
 
     /// Events from now on (unbounded; drop the receiver when done).

@@ -10,6 +10,7 @@
 //! `/attachments/` like Discord's CDN. Every request is recorded.
 
 use super::faults::{RestFault, RestFaultKind, UploadShape};
+use super::history::{self, StoredMessage};
 use super::http::{Request, Response};
 use super::multipart::{self, Part};
 use super::nonces::{Original, NONCE_MAX_CHARS};
@@ -394,6 +395,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             _ => error(404, 10003, "Unknown Channel"),
         },
         (["channels", channel, "messages"], "POST") => post_message(shared, state, channel, body),
+        (["channels", channel, "messages"], "GET") => channel_messages(state, channel, request),
         (["channels", channel, "messages", message], "PATCH") => {
             edit_message(shared, state, channel, message, body)
         }
@@ -568,14 +570,9 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
         if let Some(original) = state.nonces.find(nonce, now) {
             let object = state
                 .dir
-                .messages
-                .get(&original.channel_id)
-                .and_then(|messages| {
-                    messages
-                        .iter()
-                        .find(|m| m.id.get() == original.message_id)
-                        .map(|m| m.object.clone())
-                });
+                .history
+                .get(original.channel_id, original.message_id)
+                .map(|m| m.object.clone());
             if let Some(object) = object {
                 state.stats.totals.duplicates_prevented += 1;
                 log::info!("sim: nonce {nonce:?} seen before: original message returned");
@@ -622,16 +619,8 @@ fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) 
     }
     state
         .dir
-        .messages
-        .entry(channel_id)
-        .or_default()
-        .push(BotMessage {
-            id: Snowflake::new(id),
-            channel_id: Snowflake::new(channel_id),
-            content,
-            edits: 0,
-            object: object.clone(),
-        });
+        .history
+        .push(channel_id, StoredMessage::new(id, true, object.clone()));
     if let Some(nonce) = nonce {
         let original = Original {
             channel_id,
@@ -672,13 +661,10 @@ fn enforced_nonce(json: &Value) -> Result<Option<String>, Response> {
 
 /// A message a reply may reference (`replies::resolve`'s lookup).
 fn stored_message(state: &State, channel_id: u64, message_id: u64) -> Option<Value> {
-    let message_id = Snowflake::new(message_id);
     state
         .dir
-        .messages
-        .get(&channel_id)?
-        .iter()
-        .find(|m| m.id == message_id)
+        .history
+        .get(channel_id, message_id)
         .map(|m| m.object.clone())
 }
 
@@ -686,15 +672,26 @@ fn find_message<'a>(
     state: &'a mut State,
     channel: &str,
     message: &str,
-) -> Option<&'a mut BotMessage> {
-    let channel_id = parse_id(channel)?;
-    let message_id = Snowflake::new(parse_id(message)?);
+) -> Option<&'a mut StoredMessage> {
     state
         .dir
-        .messages
-        .get_mut(&channel_id)?
-        .iter_mut()
-        .find(|m| m.id == message_id)
+        .history
+        .get_mut(parse_id(channel)?, parse_id(message)?)
+}
+
+/// `GET /channels/{id}/messages` (see [`super::history`]).
+fn channel_messages(state: &State, channel: &str, request: &Request) -> Response {
+    let Some(channel_id) = parse_id(channel).filter(|id| state.dir.channels.contains_key(id))
+    else {
+        return error(404, 10003, "Unknown Channel");
+    };
+    match history::page_query(request) {
+        Ok((anchor, limit)) => Response::json(
+            200,
+            &Value::Array(state.dir.history.page(channel_id, anchor, limit)),
+        ),
+        Err(response) => response,
+    }
 }
 
 fn edit_message(
@@ -715,8 +712,12 @@ fn edit_message(
     if let Err(response) = check_files(body) {
         return response;
     }
-    if find_message(state, channel, message).is_none() {
-        return error(404, 10008, "Unknown Message");
+    match find_message(state, channel, message) {
+        None => return error(404, 10008, "Unknown Message"),
+        Some(found) if !found.by_bot => {
+            return error(403, 50005, "Cannot edit a message authored by another user")
+        }
+        Some(_) => {}
     }
     // Uploaded files are added to the message's attachments.
     let added = match parse_id(channel) {
@@ -735,7 +736,6 @@ fn edit_message(
         found.object["attachments"] = Value::Array(attachments);
     }
     if let Some(content) = content {
-        found.content = content.clone();
         found.object["content"] = json!(content);
     }
     for field in ["embeds", "components", "flags"] {

@@ -113,6 +113,14 @@ impl SessionStore {
         self.sessions.retain(|s| !s.expired(now, window));
     }
 
+    /// Forgets every session no connection serves (as if their resume
+    /// window had passed); returns how many.
+    pub(crate) fn forget_detached(&mut self) -> usize {
+        let before = self.sessions.len();
+        self.sessions.retain(|s| s.conn.is_some());
+        before - self.sessions.len()
+    }
+
     pub(crate) fn insert(&mut self, session: Session) {
         self.sessions.push(session);
     }

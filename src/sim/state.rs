@@ -8,9 +8,10 @@ use super::clock::later;
 use super::config::{SimConfig, SimGuild};
 use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
+use super::history::{History, StoredMessage};
 use super::nonces::NonceBook;
 use super::objects::IdGen;
-use super::rest::{BotMessage, RestRecord};
+use super::rest::RestRecord;
 use super::session::SessionStore;
 use super::stats::StatsBook;
 use crate::protocol::Intents;
@@ -100,8 +101,8 @@ pub(crate) struct Directory {
     pub(crate) guilds: Vec<SimGuild>,
     pub(crate) channels: HashMap<u64, ChannelInfo>,
     pub(crate) dm_by_user: HashMap<u64, u64>,
-    /// Bot messages per channel, oldest first.
-    pub(crate) messages: HashMap<u64, Vec<BotMessage>>,
+    /// Every message per channel (users' and the bot's), bounded.
+    pub(crate) history: History,
     pub(crate) files: HashMap<u64, StoredFile>,
 }
 
@@ -416,12 +417,27 @@ impl State {
             Vec::new(),
             0,
         );
+        // Gateway-only: a flood tests the client's reading, and kept in
+        // the history it would grow the simulator by its whole size.
         let session = self.sessions.get_mut(session_id)?;
         let (_, frame) = session.push("MESSAGE_CREATE", raw(&d));
         if let Some(stats) = session.conn.and_then(|conn| self.stats.conn(conn)) {
             stats.dispatches_sent += 1;
         }
         Some(frame)
+    }
+
+    /// A user's message `d` (id `id`) in `channel`: into the channel's
+    /// history, and MESSAGE_CREATE to the sessions that get it. A session
+    /// whose client is away gets it in its replay buffer; with no session
+    /// at all it is in the history only, as on Discord (a later fresh
+    /// session never receives it: only a client that reads the history
+    /// finds it).
+    pub(crate) fn post_from_user(&mut self, config: &SimConfig, channel: u64, id: u64, d: &Value) {
+        self.dir
+            .history
+            .push(channel, StoredMessage::new(id, false, d.clone()));
+        self.dispatch(config, "MESSAGE_CREATE", d);
     }
 
     /// Sends `event` to every live session that would get it from Discord

@@ -245,6 +245,22 @@ impl Rig {
         event
     }
 
+    /// Waits until the bridge has read `channel`'s history (a read-back
+    /// after a fresh session does, for the owner's and allowed users' DM
+    /// channels), so a REST fault queued after it hits what the test means.
+    pub async fn history_read(&self, channel: Snowflake, limit: Duration) {
+        let path = format!("/api/v10/channels/{channel}/messages");
+        let what = format!("a read of channel {channel}'s history");
+        wait_until(&what, limit, || {
+            self.sim
+                .rest_requests()
+                .iter()
+                .any(|r| r.method == "GET" && r.path == path)
+                .then_some(())
+        })
+        .await;
+    }
+
     pub fn read(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.path(rel)).ok()
     }
