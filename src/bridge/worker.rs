@@ -175,7 +175,7 @@ async fn handle_findings(
             continue;
         }
         let sent = snowflake_unix_ms(message.id);
-        let late = (sent < session_began_unix_ms).then_some(sent);
+        let late = is_late(sent, session_began_unix_ms).then_some(sent);
         match handle_message(ctx, &message, guard, now_unix_ms(), late).await {
             // Its task could not be spooled before the stop: the read-back
             // is due again at the next start.
@@ -188,6 +188,21 @@ async fn handle_findings(
         .unfinished
         .set(tally.unfinished.get().saturating_sub(1));
     true
+}
+
+/// How long before the session began a message must have been sent to be
+/// answered as "sent while I was offline". The session began when this
+/// process handled READY, a few milliseconds (more on a loaded host) after
+/// Discord sent it and started dispatching: a message sent in between is
+/// the session's, not a late one, though the read-back may find it first.
+/// Short of the 1 s storm guard before a fresh identify, so a message of
+/// the gap it follows is still called late.
+const LATE_MARGIN_MS: u64 = 500;
+
+/// Whether a message sent at `sent_unix_ms` was sent while the bridge was
+/// offline, for a session that began at `began_unix_ms`.
+fn is_late(sent_unix_ms: u64, began_unix_ms: u64) -> bool {
+    sent_unix_ms.saturating_add(LATE_MARGIN_MS) < began_unix_ms
 }
 
 /// The end of a message: its processed mark on disk, then its reply record
