@@ -840,7 +840,7 @@ fn check_links(doc: &str) {
 }
 
 /// The document with the times of its timed steps (and a RATE_LIMITED's
-/// `retry_after`) blanked: they differ from run to run, the frames and
+/// `retry_after` and size) blanked: they differ from run to run, the frames and
 /// their order do not.
 fn without_times(doc: &str) -> String {
     let mut doc = doc.to_owned();
@@ -853,6 +853,20 @@ fn without_times(doc: &str) -> String {
         doc.replace_range(start..start + len, "?");
         from = start;
     }
+    // Its size follows the digits of `retry_after`.
+    let doc = doc
+        .lines()
+        .map(
+            |line| match (line.contains(" RATE_LIMITED "), line.find(" B) ")) {
+                (true, Some(end)) => match line[..end].rfind(" (") {
+                    Some(start) => format!("{}(? B){}", &line[..start + 1], &line[end + 2..]),
+                    None => line.to_owned(),
+                },
+                _ => line.to_owned(),
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("\n");
     let doc = doc.as_str();
     let mut out = String::with_capacity(doc.len());
     let mut rest = doc;
