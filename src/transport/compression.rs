@@ -1,11 +1,13 @@
 //! Which transport compression a connection asks for, and the context that
 //! undoes it (one per connection, dropped with it).
 
-use super::TransportError;
+#[cfg(any(feature = "zlib", feature = "zstd"))]
+use super::DecompressError;
 #[cfg(feature = "zlib")]
-use super::{InflateError, Inflater};
+use super::Inflater;
+use super::TransportError;
 #[cfg(feature = "zstd")]
-use super::{ZstdError, ZstdInflater};
+use super::ZstdInflater;
 
 /// Transport compression (the `compress` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -81,13 +83,13 @@ impl Decompressor {
             }
             #[cfg(feature = "zlib")]
             Decompressor::Zlib(inflater) => inflater.push(bytes).map_err(|err| match err {
-                InflateError::TooLarge(_) => too_large(err.to_string()),
+                DecompressError::TooLarge(..) => too_large(err.to_string()),
                 other => TransportError::Decode(other.to_string()),
             }),
             #[cfg(feature = "zstd")]
             Decompressor::Zstd(inflater) => match inflater.push(bytes) {
                 Ok(text) => Ok(Some(text)),
-                Err(err @ ZstdError::TooLarge(_)) => Err(too_large(err.to_string())),
+                Err(err @ DecompressError::TooLarge(..)) => Err(too_large(err.to_string())),
                 Err(other) => Err(TransportError::Decode(other.to_string())),
             },
         }

@@ -3,8 +3,8 @@
 //! Both the buffered input and the inflated message are capped, so neither
 //! a message that never ends nor a zip bomb can grow memory past the limit.
 
+use super::DecompressError;
 use flate2::{Decompress, FlushDecompress, Status};
-use std::fmt;
 
 const SYNC_FLUSH_SUFFIX: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 /// The cap of [`Inflater::new`] (a zip bomb, or a guild far bigger than a
@@ -25,26 +25,8 @@ pub struct Inflater {
 /// message that needed it.
 const RETAINED_BYTES: usize = 64 * 1024;
 
-/// The stream could not be inflated.
-#[derive(Debug)]
-pub enum InflateError {
-    /// Corrupt or unreadable input.
-    Corrupt(String),
-    /// A message (compressed or inflated) over the cap.
-    TooLarge(String),
-}
-
-impl fmt::Display for InflateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            InflateError::Corrupt(detail) | InflateError::TooLarge(detail) => {
-                write!(f, "zlib-stream: {detail}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for InflateError {}
+/// The stream name in errors.
+const STREAM: &str = "zlib-stream";
 
 impl Default for Inflater {
     fn default() -> Self {
@@ -69,13 +51,14 @@ impl Inflater {
     }
 
     /// Adds one binary frame; returns the message once it is complete.
-    pub fn push(&mut self, frame: &[u8]) -> Result<Option<String>, InflateError> {
+    pub fn push(&mut self, frame: &[u8]) -> Result<Option<String>, DecompressError> {
         let max = self.max_message;
         if self.input.len() + frame.len() > max {
             self.input = Vec::new();
-            return Err(InflateError::TooLarge(format!(
-                "compressed message exceeds {max} bytes"
-            )));
+            return Err(DecompressError::TooLarge(
+                STREAM,
+                format!("compressed message exceeds {max} bytes"),
+            ));
         }
         self.input.extend_from_slice(frame);
         if !self.input.ends_with(&SYNC_FLUSH_SUFFIX) {
@@ -96,16 +79,17 @@ impl Inflater {
     }
 
     /// Inflates the buffered input (ending with a sync flush) into a string.
-    fn inflate_input(&mut self) -> Result<String, InflateError> {
+    fn inflate_input(&mut self) -> Result<String, DecompressError> {
         let max = self.max_message;
         self.output.clear();
         let start_in = self.decompress.total_in();
         loop {
             if self.output.len() == self.output.capacity() {
                 if self.output.len() >= max {
-                    return Err(InflateError::TooLarge(format!(
-                        "inflated message exceeds {max} bytes"
-                    )));
+                    return Err(DecompressError::TooLarge(
+                        STREAM,
+                        format!("inflated message exceeds {max} bytes"),
+                    ));
                 }
                 let grow = self
                     .output
@@ -122,21 +106,22 @@ impl Inflater {
                     &mut self.output,
                     FlushDecompress::Sync,
                 )
-                .map_err(|err| InflateError::Corrupt(err.to_string()))?;
+                .map_err(|err| DecompressError::Corrupt(STREAM, err.to_string()))?;
             let consumed = (self.decompress.total_in() - start_in) as usize;
             let output_full = self.output.len() == self.output.capacity();
             if status == Status::StreamEnd || (consumed == self.input.len() && !output_full) {
                 break;
             }
             if !output_full && status == Status::BufError {
-                return Err(InflateError::Corrupt(
+                return Err(DecompressError::Corrupt(
+                    STREAM,
                     "stream stalled before its end".into(),
                 ));
             }
         }
         std::str::from_utf8(&self.output)
             .map(str::to_owned)
-            .map_err(|_| InflateError::Corrupt("inflated message is not UTF-8".into()))
+            .map_err(|_| DecompressError::Corrupt(STREAM, "inflated message is not UTF-8".into()))
     }
 }
 
@@ -193,7 +178,7 @@ mod tests {
         let mut inflater = Inflater::with_limit(100_000);
         assert!(matches!(
             inflater.push(&frames[0]),
-            Err(InflateError::TooLarge(_))
+            Err(DecompressError::TooLarge(..))
         ));
     }
 
@@ -203,7 +188,7 @@ mod tests {
         assert!(inflater.push(&[0u8; 6_000]).unwrap().is_none());
         assert!(matches!(
             inflater.push(&[0u8; 6_000]),
-            Err(InflateError::TooLarge(_))
+            Err(DecompressError::TooLarge(..))
         ));
     }
 

@@ -19,6 +19,8 @@
 //! [`WireTrace`] (`RUST_LOG=smolcord::wire=trace`; free when off).
 
 mod compression;
+#[cfg(any(feature = "zlib", feature = "zstd"))]
+mod decompress_error;
 #[cfg(feature = "zlib")]
 mod inflate;
 pub mod tls;
@@ -28,11 +30,13 @@ mod zstd;
 
 pub use compression::Compression;
 use compression::Decompressor;
+#[cfg(any(feature = "zlib", feature = "zstd"))]
+pub use decompress_error::DecompressError;
 #[cfg(feature = "zlib")]
-pub use inflate::{InflateError, Inflater};
+pub use inflate::Inflater;
 pub use url::gateway_connect_url;
 #[cfg(feature = "zstd")]
-pub use zstd::{ZstdError, ZstdInflater, MAX_WINDOW_LOG as ZSTD_MAX_WINDOW_LOG};
+pub use zstd::{ZstdInflater, MAX_WINDOW_LOG as ZSTD_MAX_WINDOW_LOG};
 
 use crate::rt::{TcpStream, Timer};
 use crate::wire::{Direction, WireTrace};

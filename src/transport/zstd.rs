@@ -7,7 +7,7 @@
 //! cap instead of growing memory; the window the gateway may ask the
 //! context to keep is capped too ([`MAX_WINDOW_LOG`]).
 
-use std::fmt;
+use super::DecompressError;
 use zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer};
 
 /// The cap of [`ZstdInflater::new`], as for zlib-stream.
@@ -31,26 +31,8 @@ pub struct ZstdInflater {
     max_message: usize,
 }
 
-/// The stream could not be decompressed.
-#[derive(Debug)]
-pub enum ZstdError {
-    /// Corrupt or unreadable input (or a window over [`MAX_WINDOW_LOG`]).
-    Corrupt(String),
-    /// A message (compressed or decompressed) over the cap.
-    TooLarge(String),
-}
-
-impl fmt::Display for ZstdError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ZstdError::Corrupt(detail) | ZstdError::TooLarge(detail) => {
-                write!(f, "zstd-stream: {detail}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for ZstdError {}
+/// The stream name in errors.
+const STREAM: &str = "zstd-stream";
 
 impl Default for ZstdInflater {
     fn default() -> Self {
@@ -82,12 +64,13 @@ impl ZstdInflater {
     }
 
     /// Decompresses one binary WebSocket message (one gateway message).
-    pub fn push(&mut self, message: &[u8]) -> Result<String, ZstdError> {
+    pub fn push(&mut self, message: &[u8]) -> Result<String, DecompressError> {
         let max = self.max_message;
         if message.len() > max {
-            return Err(ZstdError::TooLarge(format!(
-                "compressed message exceeds {max} bytes"
-            )));
+            return Err(DecompressError::TooLarge(
+                STREAM,
+                format!("compressed message exceeds {max} bytes"),
+            ));
         }
         let decompressed = self.decompress(message);
         // Reused from message to message, but one huge message must not
@@ -98,16 +81,17 @@ impl ZstdInflater {
         decompressed
     }
 
-    fn decompress(&mut self, message: &[u8]) -> Result<String, ZstdError> {
+    fn decompress(&mut self, message: &[u8]) -> Result<String, DecompressError> {
         let max = self.max_message;
         self.output.clear();
         let mut input = InBuffer::around(message);
         loop {
             if self.output.len() == self.output.capacity() {
                 if self.output.len() >= max {
-                    return Err(ZstdError::TooLarge(format!(
-                        "decompressed message exceeds {max} bytes"
-                    )));
+                    return Err(DecompressError::TooLarge(
+                        STREAM,
+                        format!("decompressed message exceeds {max} bytes"),
+                    ));
                 }
                 let grow = self
                     .output
@@ -121,7 +105,9 @@ impl ZstdInflater {
             let mut output = OutBuffer::around_pos(&mut self.output, written);
             self.context
                 .decompress_stream(&mut output, &mut input)
-                .map_err(|code| ZstdError::Corrupt(zstd_safe::get_error_name(code).to_owned()))?;
+                .map_err(|code| {
+                    DecompressError::Corrupt(STREAM, zstd_safe::get_error_name(code).to_owned())
+                })?;
             let progressed = output.pos() > written || input.pos() > read;
             let output_full = self.output.len() == self.output.capacity();
             // Done when every byte is in and the context had room to spare
@@ -130,12 +116,14 @@ impl ZstdInflater {
                 break;
             }
             if !progressed && !output_full {
-                return Err(ZstdError::Corrupt("stream stalled".into()));
+                return Err(DecompressError::Corrupt(STREAM, "stream stalled".into()));
             }
         }
         std::str::from_utf8(&self.output)
             .map(str::to_owned)
-            .map_err(|_| ZstdError::Corrupt("decompressed message is not UTF-8".into()))
+            .map_err(|_| {
+                DecompressError::Corrupt(STREAM, "decompressed message is not UTF-8".into())
+            })
     }
 }
 
@@ -208,7 +196,7 @@ mod tests {
         let mut inflater = ZstdInflater::with_limit(100_000);
         assert!(matches!(
             inflater.push(&frames[0]),
-            Err(ZstdError::TooLarge(_))
+            Err(DecompressError::TooLarge(..))
         ));
     }
 
@@ -217,7 +205,7 @@ mod tests {
         let mut inflater = ZstdInflater::with_limit(10_000);
         assert!(matches!(
             inflater.push(&[0u8; 10_001]),
-            Err(ZstdError::TooLarge(_))
+            Err(DecompressError::TooLarge(..))
         ));
     }
 
@@ -259,7 +247,10 @@ mod tests {
             .compress_stream2(&mut output, &mut input, ZSTD_EndDirective::ZSTD_e_flush)
             .unwrap();
         let mut inflater = ZstdInflater::new();
-        assert!(matches!(inflater.push(&out), Err(ZstdError::Corrupt(_))));
+        assert!(matches!(
+            inflater.push(&out),
+            Err(DecompressError::Corrupt(..))
+        ));
     }
 
     #[test]
