@@ -444,6 +444,8 @@ fn record() -> (Vec<Step>, Vec<String>) {
         sim.fault(Fault::InvalidSession(false));
         dispatch(&handle, "READY").await;
         secrets.push(session_id(&handle));
+        // Taken before the step ends, so its line lands in this step.
+        dispatch(&handle, "GUILD_CREATE").await;
         step(
             "op 9 Invalid Session, not resumable",
             "`d` false: the session is gone. Discord's docs say to reconnect and identify; the shard waits a random 1–3 s first (a guard against every client of a restarted gateway identifying at once; older docs asked for 1–5 s; shortened here), then identifies afresh and gets a new READY.",
@@ -464,7 +466,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
         dispatch(&handle, "RESUMED").await;
         step(
             "Stop, restart, resume with a replay",
-            "On stop the shard closes with 4000, so the session lives on for a few minutes. A message arrives while nobody is connected. The next start resumes from the seq its consumer last took (`ShardStatus::resume_state`): the gateway replays what came after it — the GUILD_CREATE the consumer had not taken before the stop, and the MESSAGE_CREATE sent meanwhile — then says RESUMED.",
+            "On stop the shard closes with 4000, so the session lives on for a few minutes. A message arrives while nobody is connected. The next start resumes from the seq its consumer last took (`ShardStatus::resume_state`): the gateway replays what came after it (the MESSAGE_CREATE sent meanwhile; a dispatch the consumer had not taken before the stop would be replayed too), then says RESUMED.",
             &[("Initiating a Disconnect", "events/gateway#initiating-a-disconnect"), ("Resumed", "events/gateway-events#resumed")],
             Beats::Hidden,
             Vec::new(),
@@ -481,6 +483,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
         let driver = ex.spawn(shard.run());
         dispatch(&handle, "READY").await;
         secrets.push(session_id(&handle));
+        dispatch(&handle, "GUILD_CREATE").await;
         step(
             "A failed resume",
             "This time the shard stays away longer than the session lives. Its Resume is answered with op 9 `false` — Discord says this is what happens most of the time after a long absence — so it connects to the cached gateway URL (not the resume URL) and identifies afresh.",
