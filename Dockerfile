@@ -23,7 +23,7 @@ COPY . .
 ARG CARGO_FLAGS="--no-default-features --features zlib"
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked $CARGO_FLAGS \
+    cargo build --release --locked -p smolcord-app $CARGO_FLAGS \
  && mkdir -p /out/state \
  && cp target/release/smolcord /out/smolcord
 # FROM scratch has no loader and no libc: refuse a binary that needs one.

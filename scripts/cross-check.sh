@@ -126,7 +126,7 @@ totals_number() {
 build() {
     local target=$1; shift
     log "building $target (release${*:+ $*})"
-    "${NICE[@]}" cargo build --release --locked --target "$target" "$@" 2>"$work/build-$target.log" \
+    "${NICE[@]}" cargo build --release --locked -p smolcord-app --target "$target" "$@" 2>"$work/build-$target.log" \
         || { tail -30 "$work/build-$target.log" >&2; die "build of $target"; }
 }
 
@@ -150,7 +150,7 @@ api_base=
 start_sim() {
     local native=$CARGO_TARGET_DIR/release/smolcord out=$work/sim.out
     log "building the native simulator (release)"
-    "${NICE[@]}" cargo build --release --locked 2>"$work/build-native.log" \
+    "${NICE[@]}" cargo build --release --locked -p smolcord-app 2>"$work/build-native.log" \
         || { tail -30 "$work/build-native.log" >&2; die "native build"; }
     # Targets identify one after another, seconds apart: identify pacing
     # (on by default in `smolcord sim`) is not what this checks.

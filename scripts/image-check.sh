@@ -148,7 +148,7 @@ install_tools() {
 
 build_binaries() {
     log "building the image's binary: $TARGET, release, ${CARGO_FLAGS[*]:-default features}"
-    "${NICE[@]}" cargo build --release --locked --target "$TARGET" "${CARGO_FLAGS[@]}" \
+    "${NICE[@]}" cargo build --release --locked -p smolcord-app --target "$TARGET" "${CARGO_FLAGS[@]}" \
         2>"$work/build-musl.log" || { tail -30 "$work/build-musl.log" >&2; die "build of $TARGET"; }
     log "building the simulator for the host (debug: it only serves)"
     "${NICE[@]}" cargo build --locked --bin smolcord 2>"$work/build-sim.log" \

@@ -35,11 +35,11 @@ cp target/release/smolcord "$work/sim"
 
 # The release build as it ships, but with its symbols (see cc-hot-first), so
 # callgrind names every function with the hashes the next link will see.
-touch src/main.rs
+touch crates/smolcord-app/src/main.rs
 SMOLCORD_LAYOUT_SYMBOLS=1 cargo build --release --bins "${build[@]}" >&2
 bin="$work/smolcord"
 cp "$built" "$bin"
-touch src/main.rs # the next build links again, stripped, with the new list
+touch crates/smolcord-app/src/main.rs # the next build links again, stripped, with the new list
 
 # A CA and a certificate for 127.0.0.1, valid for a day.
 (

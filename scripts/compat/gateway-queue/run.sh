@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Two reference bots (examples/bot, shards 0-7 and 8-15 of 16) behind the
+# Two reference bots (crates/smolcord-app/examples/bot, shards 0-7 and 8-15 of 16) behind the
 # real twilight-rs/gateway-queue, against the simulator with
 # max_concurrency 4 and Discord's identify rate enforced (op 9 when too
-# early): examples/shards_bench's two-process part with --queue-url. Not in
+# early): crates/smolcord-app/examples/shards_bench's two-process part with --queue-url. Not in
 # CI: it builds a third-party service.
 #
 #   scripts/compat/gateway-queue/run.sh PATH_TO_GATEWAY_QUEUE_CHECKOUT [bucketed] [bench args]

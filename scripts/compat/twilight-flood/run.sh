@@ -4,7 +4,7 @@
 # zstd-stream; the three share one target dir, so their common crates are
 # built once), smolcord and
 # the flood benchmark (release, smolcord's profile for all three), then runs
-# examples/flood_bench with the peer; extra arguments go to the benchmark.
+# crates/smolcord-app/examples/flood_bench with the peer; extra arguments go to the benchmark.
 #
 #   scripts/compat/twilight-flood/run.sh                 # every case, 3 rounds
 #   scripts/compat/twilight-flood/run.sh --rounds 1 --cases burst

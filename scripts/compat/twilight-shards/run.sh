@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the twilight peer, the shard benchmark and the reference bot
-# (release, smolcord's profile for all), then runs examples/shards_bench
+# (release, smolcord's profile for all), then runs crates/smolcord-app/examples/shards_bench
 # with all three columns; extra arguments go to the benchmark.
 #
 #   scripts/compat/twilight-shards/run.sh                  # 3 rounds, ~40 min

@@ -1,0 +1,199 @@
+//! Surviving restarts: the restart-failure counter and safe mode, the
+//! `!restart` notify marker, and the last processed message per channel.
+//!
+//! - `runtime.json` holds the count of consecutive start-ups that never
+//!   completed a turn, the bot's user id (a resumed session gets no READY,
+//!   so it must be remembered to ignore our own messages) and the last
+//!   processed message id per channel (a resume may replay messages that
+//!   were already answered; written, and waited for, as each message is
+//!   done).
+//! - The counter goes up at every start-up and back to zero after the first
+//!   successful turn, or on a clean stop (a stop signal, and the drain left
+//!   nothing unfinished: a reboot is not a failure, but work abandoned at a
+//!   stop may be what keeps failing). Past `safe_mode_after_failures`, the
+//!   bridge starts in safe mode: it answers only the owner, until the
+//!   first successful turn lifts it.
+//! - `restart.json` is written when the owner sends `!restart`: who asked,
+//!   where. After the next READY (or RESUMED) the bridge says it is back
+//!   there and removes the marker.
+
+use serde::{Deserialize, Serialize};
+use smolcord::offload::{self, Fallback};
+use smolcord::protocol::Snowflake;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The runtime state file.
+pub const RUNTIME_FILE: &str = "runtime.json";
+/// The restart notify marker.
+pub const RESTART_FILE: &str = "restart.json";
+/// Channels remembered in the processed map (oldest dropped first).
+pub const PROCESSED_CHANNELS: usize = 512;
+/// The owner's command.
+pub const RESTART_COMMAND: &str = "!restart";
+
+/// What `runtime.json` holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeState {
+    /// Start-ups since the last successful turn (or clean stop).
+    #[serde(default)]
+    pub failed_starts: u32,
+    /// The bot's own user id.
+    #[serde(default)]
+    pub bot_user_id: Option<Snowflake>,
+    /// Last processed message id per channel.
+    #[serde(default)]
+    pub processed: BTreeMap<Snowflake, Snowflake>,
+    /// A fresh session began and its read-back of the DM history has not
+    /// finished: the next session start (a resume too) reads back again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub readback_due: bool,
+}
+
+impl RuntimeState {
+    /// Whether `message` in `channel` was processed already.
+    pub fn is_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
+        self.processed
+            .get(&channel)
+            .is_some_and(|&last| message <= last)
+    }
+
+    /// Records `message` as processed (ids only grow per channel).
+    pub fn mark_processed(&mut self, channel: Snowflake, message: Snowflake) {
+        let entry = self.processed.entry(channel).or_insert(message);
+        if *entry < message {
+            *entry = message;
+        }
+        while self.processed.len() > PROCESSED_CHANNELS {
+            // Snowflakes grow with time: the smallest last id is the stalest channel.
+            let Some(stalest) = self
+                .processed
+                .iter()
+                .min_by_key(|(_, &last)| last)
+                .map(|(&channel, _)| channel)
+            else {
+                break;
+            };
+            self.processed.remove(&stalest);
+        }
+    }
+}
+
+/// Whether a start-up whose counter (after the bump) is `failed_starts`
+/// runs in safe mode: more than `threshold` consecutive start-ups without a
+/// successful turn. A threshold of 0 turns safe mode off.
+pub fn safe_mode(failed_starts: u32, threshold: u32) -> bool {
+    threshold > 0 && failed_starts > threshold
+}
+
+/// The `!restart` notify marker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartMarker {
+    /// Who asked.
+    pub requested_by: Snowflake,
+    /// Where to say "back".
+    pub channel_id: Snowflake,
+    /// The `!restart` message.
+    pub message_id: Snowflake,
+    /// When (unix ms).
+    pub requested_unix_ms: u64,
+}
+
+/// Whether `content` is the restart command.
+pub fn is_restart_command(content: &str) -> bool {
+    content.trim().eq_ignore_ascii_case(RESTART_COMMAND)
+}
+
+/// `state_dir/runtime.json`.
+pub fn runtime_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(RUNTIME_FILE)
+}
+
+/// `state_dir/restart.json`.
+pub fn restart_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(RESTART_FILE)
+}
+
+/// Reads the runtime state; default (and a warning) if missing or bad.
+pub async fn read_runtime(state_dir: &Path) -> RuntimeState {
+    match offload::read_json(&runtime_path(state_dir), Fallback::Backup).await {
+        Ok(Some(state)) => state,
+        Ok(None) => RuntimeState::default(),
+        Err(e) => {
+            log::warn!("{e}; starting with no restart history");
+            RuntimeState::default()
+        }
+    }
+}
+
+/// Reads the restart marker, if any.
+pub async fn read_marker(state_dir: &Path) -> Option<RestartMarker> {
+    match offload::read_json(&restart_path(state_dir), Fallback::None).await {
+        Ok(marker) => marker,
+        Err(e) => {
+            log::warn!("{e}; ignoring the restart marker");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_mode_after_the_threshold() {
+        // Threshold 3: three failed start-ups are tolerated, the fourth
+        // start-up in a row (counter 4 after its bump) is safe.
+        assert!(!safe_mode(1, 3));
+        assert!(!safe_mode(3, 3));
+        assert!(safe_mode(4, 3));
+        assert!(!safe_mode(100, 0), "0 turns safe mode off");
+    }
+
+    #[test]
+    fn processed_ids_per_channel() {
+        let mut state = RuntimeState::default();
+        let (a, b) = (Snowflake::new(1), Snowflake::new(2));
+        state.mark_processed(a, Snowflake::new(100));
+        state.mark_processed(a, Snowflake::new(90)); // never goes back
+        assert!(state.is_processed(a, Snowflake::new(100)));
+        assert!(state.is_processed(a, Snowflake::new(99)));
+        assert!(!state.is_processed(a, Snowflake::new(101)));
+        assert!(!state.is_processed(b, Snowflake::new(5)));
+        for channel in 0..(PROCESSED_CHANNELS as u64 + 10) {
+            state.mark_processed(
+                Snowflake::new(1000 + channel),
+                Snowflake::new(1000 + channel),
+            );
+        }
+        assert_eq!(state.processed.len(), PROCESSED_CHANNELS);
+        assert!(!state.processed.contains_key(&a), "stalest channel dropped");
+    }
+
+    #[test]
+    fn restart_command() {
+        assert!(is_restart_command(" !restart\n"));
+        assert!(is_restart_command("!RESTART"));
+        assert!(!is_restart_command("!restart now"));
+    }
+
+    #[test]
+    fn runtime_state_tolerates_missing_fields_and_bad_files() {
+        let dir = tempfile::tempdir().unwrap();
+        smol::block_on(async {
+            assert_eq!(read_runtime(dir.path()).await, RuntimeState::default());
+            offload::write_bytes_atomic(
+                &runtime_path(dir.path()),
+                b"{\"failed_starts\":2}".to_vec(),
+            )
+            .await
+            .unwrap();
+            assert_eq!(read_runtime(dir.path()).await.failed_starts, 2);
+            offload::write_bytes_atomic(&runtime_path(dir.path()), b"{oops".to_vec())
+                .await
+                .unwrap();
+            assert_eq!(read_runtime(dir.path()).await, RuntimeState::default());
+        });
+    }
+}

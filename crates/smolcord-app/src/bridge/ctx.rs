@@ -1,0 +1,146 @@
+//! The state every bridge task shares (one thread: `Rc` + `RefCell`, and
+//! no borrow is ever held across an `.await`).
+//!
+//! The message path runs one way — intake (`dispatch`, `results`) →
+//! `worker` → `transcribe` / `agent` → `delivery` — and this context sits
+//! below all of them: it imports none of those modules, only the state
+//! they share (crates/smolcord-app/tests/app/bridge_layers.rs checks it).
+
+use crate::bridge::access::book::{self, Access, Role};
+use crate::bridge::access::pairing::PairingBook;
+use crate::bridge::access::restart::RuntimeState;
+use crate::bridge::jobs::inflight::Inflight;
+use crate::bridge::jobs::queue::JobQueues;
+use crate::bridge::jobs::tunables::Tunables;
+use crate::bridge::report::counters::BridgeCounters;
+use crate::bridge::report::reporter::Reporter;
+use crate::bridge::store::outbox::Outbox;
+use crate::bridge::store::persist::{Coalescing, SeqFloor};
+use crate::bridge::store::spool::Spool;
+use crate::config::Config;
+use smol::lock::Semaphore;
+use smol::LocalExecutor;
+use smolcord::offload;
+use smolcord::protocol::Snowflake;
+use smolcord::rest::RestClient;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::path::PathBuf;
+use std::rc::Weak;
+
+pub(crate) struct Ctx {
+    pub config: Config,
+    pub tunables: Tunables,
+    pub rest: RestClient,
+    pub reporter: Reporter,
+    pub counters: BridgeCounters,
+    pub state_dir: PathBuf,
+    pub tmp_dir: PathBuf,
+    pub spool: Spool,
+    /// Replies and results being delivered, on disk.
+    pub outbox: Outbox,
+    /// Only the owner is answered (lifted by the first successful turn).
+    pub safe_mode: Cell<bool>,
+    pub access: RefCell<Access>,
+    pub pairing: RefCell<PairingBook>,
+    pub runtime: RefCell<RuntimeState>,
+    pub runtime_writer: Coalescing,
+    pub floor: RefCell<SeqFloor>,
+    pub inflight: Inflight,
+    /// Per-channel queues of messages waiting for their channel's worker.
+    pub queues: JobQueues,
+    pub agent_slots: Semaphore,
+    pub transcribe_slots: Semaphore,
+    /// A turn succeeded in this run (the failure counter was cleared).
+    pub turn_done: Cell<bool>,
+    /// No new work is taken (shutting down).
+    pub stopping: Cell<bool>,
+    /// Weak: the executor owns the tasks, which own the context.
+    pub executor: Weak<LocalExecutor<'static>>,
+    /// Wakes the results poller early (a pairing code was issued: it must
+    /// start watching for the approval).
+    pub poller_wake: event_listener::Event,
+}
+
+impl Ctx {
+    /// Spawns a watched task on the bridge's executor (nothing happens if
+    /// the executor is gone, i.e. at the very end of a shutdown).
+    pub fn spawn(&self, name: &'static str, future: impl Future<Output = ()> + 'static) {
+        if let Some(ex) = self.executor.upgrade() {
+            ex.spawn(smolcord::loopwatch::watch(name, future)).detach();
+        }
+    }
+
+    pub fn bot_user(&self) -> Option<Snowflake> {
+        self.runtime.borrow().bot_user_id
+    }
+
+    /// Whether `message` was handled already (by this run or, on disk,
+    /// an earlier one).
+    pub fn is_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
+        self.runtime.borrow().is_processed(channel, message)
+    }
+
+    /// Marks a message processed and waits until the mark is on disk: it
+    /// is what keeps a replay of the message (a resume from an older seq)
+    /// from being handled again. False if the write failed (logged and
+    /// journalled by the writer).
+    pub async fn record_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
+        {
+            let mut runtime = self.runtime.borrow_mut();
+            runtime.mark_processed(channel, message);
+            self.runtime_writer.set(&*runtime);
+        }
+        self.runtime_writer.flush().await
+    }
+
+    /// The user's role, re-reading `access.json` first if they look like a
+    /// stranger (an approval by `smolcord pair` may have just landed).
+    pub async fn fresh_role(&self, user: Snowflake) -> Role {
+        let role = self.access.borrow().role(user);
+        if role != Role::Stranger {
+            return role;
+        }
+        self.reread_access().await;
+        self.access.borrow().role(user)
+    }
+
+    /// Re-reads `access.json` if it changed.
+    pub async fn reread_access(&self) {
+        let path = book::access_path(&self.state_dir);
+        match offload::read_bytes(&path).await {
+            Ok(bytes) => {
+                self.access.borrow_mut().apply_reread(&path, bytes);
+            }
+            Err(e) => log::warn!("re-reading access state: {e}"),
+        }
+    }
+
+    /// The first successful turn clears the restart-failure counter and
+    /// lifts safe mode.
+    pub fn turn_succeeded(&self) {
+        if self.turn_done.replace(true) {
+            return;
+        }
+        let mut runtime = self.runtime.borrow_mut();
+        if runtime.failed_starts != 0 {
+            log::info!("first successful turn: restart-failure counter cleared");
+            runtime.failed_starts = 0;
+            self.runtime_writer.set(&*runtime);
+        }
+        if self.safe_mode.replace(false) {
+            log::info!("safe mode lifted: allowed users are answered again");
+            self.counters.set_safe_mode(false);
+        }
+    }
+
+    /// A stop that left nothing unfinished: not a failed start-up (the
+    /// final save writes it).
+    pub fn stopped_cleanly(&self) {
+        let mut runtime = self.runtime.borrow_mut();
+        if runtime.failed_starts != 0 {
+            log::info!("clean stop: restart-failure counter cleared");
+            runtime.failed_starts = 0;
+        }
+    }
+}

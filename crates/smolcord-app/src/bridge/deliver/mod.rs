@@ -1,0 +1,5 @@
+//! Replies out: delivery with the DM fallback, what is shown, the operator's commands as specs.
+
+pub(crate) mod delivery;
+pub(crate) mod shown;
+pub(crate) mod tool;

@@ -1,0 +1,6 @@
+//! Where messages come from: the gateway dispatch, the read-back, spool results.
+
+pub(crate) mod dispatch;
+pub(crate) mod readback;
+pub(crate) mod results;
+pub(crate) mod watch;

@@ -1,0 +1,219 @@
+//! What a read-back hands to a channel's worker (see `readback`): a
+//! [`Gate`] queued at the head of the channel when a fresh session begins,
+//! so nothing the new session dispatches in that channel is handled before
+//! what the gap left; the [`Findings`] the read-back sends through it; the
+//! [`Tally`] that logs one line per read-back once every channel's
+//! findings are handled; and the bounds ([`ReadbackBounds`]).
+
+use smol::channel::{Receiver, Sender};
+use smolcord::protocol::{Message, Snowflake};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How much a read-back takes on (docs/budget.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadbackBounds {
+    /// Messages older than this are not answered (the channel gets the
+    /// notice instead): a request to an agent that waited this long is
+    /// likely stale, and acting on it unasked could surprise.
+    pub max_age: Duration,
+    /// Messages answered per channel (the newest; older ones get the notice).
+    pub per_channel: usize,
+    /// Messages answered in all channels together.
+    pub total: usize,
+    /// Channels read.
+    pub channels: usize,
+    /// Pages (of 50 messages, the most one read returns) read per channel
+    /// before jumping to its newest page.
+    pub pages_per_channel: usize,
+}
+
+impl Default for ReadbackBounds {
+    fn default() -> Self {
+        ReadbackBounds {
+            max_age: Duration::from_secs(3600),
+            per_channel: 20,
+            total: 64,
+            channels: 32,
+            pages_per_channel: 5,
+        }
+    }
+}
+
+/// Messages asked for per history page. Discord allows 100; 50 (its
+/// default) keeps a page of long messages within the REST client's 1 MiB
+/// answer cap.
+pub(crate) const PAGE: u8 = 50;
+
+/// Messages of a channel that the read-back did not answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    /// How many (at least, when `more`).
+    pub count: usize,
+    /// Some were not even read (past the page bound): "at least".
+    pub more: bool,
+    /// The oldest one's send time (unix ms).
+    pub first_unix_ms: u64,
+    /// The newest one: marked processed once the notice is out.
+    pub last: Snowflake,
+    /// Its author (no notice for someone the bot does not answer).
+    pub author: Snowflake,
+}
+
+/// What the read-back found in one channel, oldest first.
+pub(crate) struct Findings {
+    pub skipped: Option<Skipped>,
+    pub messages: Vec<Message>,
+    /// When the fresh session began (unix ms): a message sent before it
+    /// is answered late and says so; one sent after it (read back while
+    /// its dispatch was on its way) is not late.
+    pub session_began_unix_ms: u64,
+    /// Held until the worker is done with them.
+    pub tally: Rc<Tally>,
+}
+
+/// A channel's place in its queue, waiting for the read-back.
+pub(crate) struct Gate {
+    pub findings: Receiver<Findings>,
+}
+
+/// A gate and the sender that opens it.
+pub(crate) fn gate() -> (Sender<Findings>, Gate) {
+    let (tx, rx) = smol::channel::bounded(1);
+    (tx, Gate { findings: rx })
+}
+
+/// One read-back's counts. Logged, and the read-back taken off the books
+/// (`runtime.json`'s `readback_due`), when the last holder lets go: the
+/// read-back task and every channel's findings.
+pub(crate) struct Tally {
+    /// Takes the read-back off the books; called when it is complete.
+    pub on_complete: Option<Box<dyn FnOnce()>>,
+    pub channels: Cell<usize>,
+    pub found: Cell<usize>,
+    pub handled: Cell<usize>,
+    pub skipped: Cell<usize>,
+    /// Findings sent and not yet handled to the end.
+    pub unfinished: Cell<usize>,
+    /// Every channel was read (no REST failure, not cancelled).
+    pub read_all: Cell<bool>,
+}
+
+impl Tally {
+    pub fn add(cell: &Cell<usize>, n: usize) {
+        cell.set(cell.get() + n);
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        let complete = self.read_all.get() && self.unfinished.get() == 0;
+        log::info!(
+            "read-back after a fresh session: {} channel(s) read, {} message(s) found, {} handled, {} skipped{}",
+            self.channels.get(),
+            self.found.get(),
+            self.handled.get(),
+            self.skipped.get(),
+            if complete { "" } else { " (incomplete: read again at the next session start)" }
+        );
+        if complete {
+            if let Some(done) = self.on_complete.take() {
+                done();
+            }
+        }
+    }
+}
+
+/// Discord's epoch (2015-01-01T00:00:00Z) in Unix ms.
+const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
+
+/// When a snowflake was made (unix ms).
+pub(crate) fn snowflake_unix_ms(id: Snowflake) -> u64 {
+    (id.get() >> 22) + DISCORD_EPOCH_MS
+}
+
+/// The smallest snowflake of `unix_ms` (a history query from a time).
+pub(crate) fn snowflake_at(unix_ms: u64) -> Snowflake {
+    Snowflake::new(unix_ms.saturating_sub(DISCORD_EPOCH_MS) << 22)
+}
+
+/// `09:12` (UTC) of a unix ms time.
+pub(crate) fn clock_utc(unix_ms: u64) -> String {
+    let minutes = unix_ms / 60_000;
+    format!("{:02}:{:02}", minutes / 60 % 24, minutes % 60)
+}
+
+/// The first line of a late answer.
+pub(crate) fn late_prefix(sent_unix_ms: u64) -> String {
+    format!(
+        "(sent while I was offline, {} UTC)",
+        clock_utc(sent_unix_ms)
+    )
+}
+
+/// The one notice for a channel's skipped messages.
+pub(crate) fn skipped_notice(skipped: &Skipped, bounds: &ReadbackBounds) -> String {
+    let count = if skipped.more {
+        format!("more than {}", skipped.count)
+    } else {
+        skipped.count.to_string()
+    };
+    let plural = if skipped.count == 1 && !skipped.more {
+        ""
+    } else {
+        "s"
+    };
+    format!(
+        "While I was offline, {count} message{plural} (from {} UTC on) went unanswered: after a gap I answer at most {} per chat, none older than {}. Please send again what still matters.",
+        clock_utc(skipped.first_unix_ms),
+        bounds.per_channel,
+        age_text(bounds.max_age)
+    )
+}
+
+fn age_text(age: Duration) -> String {
+    let secs = age.as_secs();
+    match secs {
+        s if s >= 3600 && s % 3600 == 0 => format!("{} h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{} min", s / 60),
+        s => format!("{s} s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snowflake_times_round_trip_and_read_as_utc() {
+        // 2026-11-29T09:12:34Z
+        let ms = 1_795_943_554_000;
+        assert_eq!(snowflake_unix_ms(snowflake_at(ms)), ms);
+        assert_eq!(clock_utc(ms), "09:12");
+        assert_eq!(clock_utc(0), "00:00");
+        assert_eq!(late_prefix(0), "(sent while I was offline, 00:00 UTC)");
+        assert_eq!(snowflake_at(0), Snowflake::new(0));
+    }
+
+    #[test]
+    fn the_notice_says_how_many_and_why() {
+        let skipped = Skipped {
+            count: 3,
+            more: false,
+            first_unix_ms: 0,
+            last: Snowflake::new(1),
+            author: Snowflake::new(2),
+        };
+        let text = skipped_notice(&skipped, &ReadbackBounds::default());
+        assert!(text.contains("3 messages (from 00:00 UTC on)"), "{text}");
+        assert!(text.contains("none older than 1 h"), "{text}");
+        let one = Skipped {
+            count: 1,
+            more: true,
+            ..skipped
+        };
+        assert!(skipped_notice(&one, &ReadbackBounds::default()).contains("more than 1 messages"));
+        assert!(text.chars().count() < 2000);
+    }
+}

@@ -1,0 +1,6 @@
+//! The per-channel job queues, what is in flight, read-back gates and the tunables.
+
+pub(crate) mod backlog;
+pub(crate) mod inflight;
+pub(crate) mod queue;
+pub(crate) mod tunables;

@@ -1,0 +1,8 @@
+//! What the bridge keeps on disk: session and seq floor, spool, outbox, nonces, the channel directory.
+
+pub mod directory;
+pub(crate) mod nonce;
+pub(crate) mod outbox;
+pub(crate) mod persist;
+pub mod spool;
+pub mod state_files;

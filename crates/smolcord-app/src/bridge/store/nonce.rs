@@ -1,0 +1,147 @@
+//! What each message the bridge sends is called: its nonce, derived from
+//! what it answers, never random.
+//!
+//! Discord creates nothing new for a nonce it saw from us in the past few
+//! minutes (`enforce_nonce`), so a message sent again after a crash and a
+//! restart — the same reply part, the same notice about the same message —
+//! is not posted twice as long as it comes within that window. Every nonce
+//! fits Discord's 25 characters: a letter for the kind, the message id (at
+//! most 20 digits) or a 16-digit hash, and a small part number.
+
+use smolcord::protocol::Snowflake;
+use smolcord::rest::Nonce;
+
+/// What a notice about a message says (one of each per message at most;
+/// [`Notice::Transcription`] once per voice note).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// "You are now this bot's owner".
+    Owner,
+    /// A pairing code, or a reminder of it.
+    Pairing,
+    /// "Only the owner can restart the bridge."
+    RestartRefused,
+    /// "Restarting…" (for the owner's `!restart`).
+    Restarting,
+    /// "Back online" (for the `!restart` that caused it).
+    BackOnline,
+    /// The task could not be spooled.
+    SpoolFailed,
+    /// The n-th voice note of the message could not be transcribed.
+    Transcription(usize),
+    /// The reply could not be delivered (in full).
+    Undelivered,
+    /// Messages up to this one, sent in a gap, were not answered (the
+    /// read-back's bounds).
+    Skipped,
+}
+
+/// Part `part` of the reply to `message`.
+pub(crate) fn reply_part(message: Snowflake, part: usize) -> Nonce {
+    derived(format!("r{message}.{part}"))
+}
+
+/// The "working…" placeholder for `message`.
+pub(crate) fn placeholder(message: Snowflake) -> Nonce {
+    derived(format!("p{message}"))
+}
+
+/// A notice about `message`.
+pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
+    let text = match notice {
+        Notice::Owner => format!("o{message}"),
+        Notice::Pairing => format!("c{message}"),
+        Notice::RestartRefused => format!("x{message}"),
+        Notice::Restarting => format!("k{message}"),
+        Notice::BackOnline => format!("b{message}"),
+        Notice::SpoolFailed => format!("f{message}"),
+        Notice::Transcription(n) => format!("t{message}.{n}"),
+        Notice::Undelivered => format!("u{message}"),
+        Notice::Skipped => format!("g{message}"),
+    };
+    derived(text)
+}
+
+/// Part `part` of a spool result whose name, channel and content have the
+/// [`fingerprint`] `print`.
+pub(crate) fn result_part(print: u64, part: usize) -> Nonce {
+    derived(format!("s{print:016x}.{part}"))
+}
+
+/// The notice that the spool result with [`fingerprint`] `print` could not
+/// be delivered (in full).
+pub(crate) fn result_undelivered(print: u64) -> Nonce {
+    derived(format!("n{print:016x}"))
+}
+
+/// A stable 64-bit fingerprint (FNV-1a) of `fields`, each ended by a zero
+/// byte so that ("ab", "c") and ("a", "bc") differ. Stable across builds
+/// and versions (unlike `std`'s hasher): it names things on disk and in
+/// Discord's nonce window.
+pub(crate) fn fingerprint(fields: &[&[u8]]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for field in fields {
+        for &byte in field.iter().chain(&[0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(PRIME);
+        }
+    }
+    hash
+}
+
+fn derived(text: String) -> Nonce {
+    // Every shape above is at most 25 tame characters for any u64 id and
+    // any part count the bridge sends (a few); a longer one would be a bug
+    // here, and a random nonce still keeps the REST client's retries safe.
+    Nonce::new(text).unwrap_or_else(|| {
+        debug_assert!(false, "a derived nonce does not fit");
+        Nonce::random()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonces_are_stable_distinct_and_fit() {
+        let largest = Snowflake::new(u64::MAX);
+        let all = [
+            reply_part(largest, 0),
+            reply_part(largest, 99),
+            placeholder(largest),
+            notice(largest, Notice::Owner),
+            notice(largest, Notice::Pairing),
+            notice(largest, Notice::RestartRefused),
+            notice(largest, Notice::Restarting),
+            notice(largest, Notice::BackOnline),
+            notice(largest, Notice::SpoolFailed),
+            notice(largest, Notice::Transcription(9)),
+            notice(largest, Notice::Undelivered),
+            notice(largest, Notice::Skipped),
+            result_part(u64::MAX, 99),
+            result_undelivered(u64::MAX),
+        ];
+        for (i, a) in all.iter().enumerate() {
+            assert!(a.as_str().len() <= smolcord::rest::NONCE_MAX_CHARS, "{a:?}");
+            for b in &all[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(reply_part(Snowflake::new(42), 1).as_str(), "r42.1");
+        assert_ne!(
+            reply_part(Snowflake::new(4), 21),
+            reply_part(Snowflake::new(42), 1)
+        );
+    }
+
+    #[test]
+    fn fingerprints_are_fnv1a_and_separate_fields() {
+        // FNV-1a 64 of the empty input and of "a" (with our field end: 0).
+        assert_eq!(fingerprint(&[]), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
+        assert_eq!(fingerprint(&[b"x", b"y"]), fingerprint(&[b"x", b"y"]));
+    }
+}

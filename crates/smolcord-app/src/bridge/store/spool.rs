@@ -1,0 +1,471 @@
+//! The spool: files through which a long-running agent takes tasks and
+//! gives results.
+//!
+//! ```text
+//! spool/tasks/ID.json      a task, written atomically by the bridge
+//! spool/results/ID.json    {"channel_id": "...", "content": "..."} from the agent
+//! spool/archive/ID.json    a result after delivery, with the outcome
+//! spool/malformed/ID.json  a result file that is not a valid result, kept as is
+//! spool/rejected/ID.json   a result file refused unread: larger than
+//!                          `max_result_bytes`, or not a regular file (a
+//!                          symbolic link is never followed)
+//! ```
+//!
+//! Agents must write results atomically (write a temp file, then rename it
+//! into `results/`): files whose names start with `.` or do not end in
+//! `.json` are not picked up, so a half-written file is never delivered.
+
+use serde::{Deserialize, Serialize};
+use smolcord::offload;
+use smolcord::protocol::{Attachment, Message, Snowflake};
+use std::path::{Path, PathBuf};
+
+/// The spool's directories.
+#[derive(Clone, Debug)]
+pub struct Spool {
+    /// `spool/tasks`.
+    pub tasks: PathBuf,
+    /// `spool/results`.
+    pub results: PathBuf,
+    /// `spool/archive`.
+    pub archive: PathBuf,
+    /// `spool/malformed`.
+    pub malformed: PathBuf,
+    /// `spool/rejected`.
+    pub rejected: PathBuf,
+}
+
+/// A message handed to the agent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// Task id (the message id).
+    pub id: String,
+    /// Where the message came from (and where the reply goes).
+    pub channel_id: Snowflake,
+    /// The message.
+    pub message_id: Snowflake,
+    /// Who sent it.
+    pub author: TaskAuthor,
+    /// The text for the agent: the message text and the transcripts.
+    pub text: String,
+    /// The message text alone.
+    pub content: String,
+    /// Transcripts of voice notes.
+    pub transcripts: Vec<Transcript>,
+    /// Attachments (the URLs are signed and expire).
+    pub attachments: Vec<TaskAttachment>,
+    /// When the bridge received it (unix ms).
+    pub received_unix_ms: u64,
+}
+
+/// The author of a task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskAuthor {
+    /// User id.
+    pub id: Snowflake,
+    /// User name.
+    pub username: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_name: Option<String>,
+}
+
+/// One transcript.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// The attachment it came from.
+    pub attachment_id: Snowflake,
+    /// The text.
+    pub text: String,
+}
+
+/// An attachment, as the agent sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskAttachment {
+    /// Attachment id.
+    pub id: Snowflake,
+    /// File name.
+    pub filename: String,
+    /// MIME type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// CDN URL.
+    pub url: String,
+}
+
+impl From<&Attachment> for TaskAttachment {
+    fn from(a: &Attachment) -> Self {
+        TaskAttachment {
+            id: a.id,
+            filename: a.filename.clone(),
+            content_type: a.content_type.clone(),
+            size: a.size,
+            url: a.url.clone(),
+        }
+    }
+}
+
+/// The text the agent gets: the message text, then each transcript.
+pub fn task_text(content: &str, transcripts: &[Transcript]) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    if !content.trim().is_empty() {
+        parts.push(content.trim());
+    }
+    parts.extend(
+        transcripts
+            .iter()
+            .map(|t| t.text.trim())
+            .filter(|t| !t.is_empty()),
+    );
+    parts.join("\n\n")
+}
+
+impl Task {
+    /// A task for `message` with its transcripts.
+    pub fn new(message: &Message, transcripts: Vec<Transcript>, received_unix_ms: u64) -> Task {
+        Task {
+            id: message.id.to_string(),
+            channel_id: message.channel_id,
+            message_id: message.id,
+            author: TaskAuthor {
+                id: message.author.id,
+                username: message.author.username.clone(),
+                global_name: message.author.global_name.clone(),
+            },
+            text: task_text(&message.content, &transcripts),
+            content: message.content.clone(),
+            transcripts,
+            attachments: message
+                .attachments
+                .iter()
+                .map(TaskAttachment::from)
+                .collect(),
+            received_unix_ms,
+        }
+    }
+}
+
+/// A result file's content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpoolResult {
+    /// Where to send it.
+    pub channel_id: Snowflake,
+    /// What to send.
+    pub content: String,
+}
+
+/// How a reply or result ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Delivered to the channel.
+    Delivered,
+    /// Delivery failed for good; the DM fallback command succeeded.
+    FallbackOk,
+    /// Delivery failed for good; the DM fallback command failed too.
+    FallbackFailed,
+    /// Delivery failed for good and no DM fallback is configured.
+    Undelivered,
+}
+
+/// What `spool/archive/ID.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ArchiveEntry {
+    /// The result (or reply) id.
+    pub id: String,
+    /// Where it went to.
+    pub channel_id: Snowflake,
+    /// What it said.
+    pub content: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Why delivery or the fallback failed, if they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Messages created (chunks delivered before a failure included).
+    #[serde(default)]
+    pub delivered_message_ids: Vec<String>,
+    /// When archived (unix ms).
+    pub archived_unix_ms: u64,
+}
+
+/// Why a result file could not be used.
+#[derive(Debug)]
+pub enum BadResult {
+    /// Not JSON of the right shape (moved to `malformed/`).
+    Malformed(String),
+    /// Refused unread: too large, or not a regular file (moved to `rejected/`).
+    Rejected(String),
+    /// Gone before it was read: delivered and archived already (a scan can
+    /// list a file just before its delivery removes it), or taken back by
+    /// the agent. Nothing to do.
+    Vanished,
+    /// Could not be read at all (left in place, retried).
+    Io(offload::Error),
+}
+
+/// Where [`Spool::set_aside`] puts a result file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aside {
+    /// `malformed/`.
+    Malformed,
+    /// `rejected/`.
+    Rejected,
+}
+
+impl Spool {
+    /// The spool under `state_dir`.
+    pub fn new(state_dir: &Path) -> Spool {
+        let root = state_dir.join("spool");
+        Spool {
+            tasks: root.join("tasks"),
+            results: root.join("results"),
+            archive: root.join("archive"),
+            malformed: root.join("malformed"),
+            rejected: root.join("rejected"),
+        }
+    }
+
+    /// Creates the directories.
+    pub async fn create_dirs(&self) -> Result<(), offload::Error> {
+        for dir in [
+            &self.tasks,
+            &self.results,
+            &self.archive,
+            &self.malformed,
+            &self.rejected,
+        ] {
+            offload::create_dir_all(dir).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes `task` to `tasks/ID.json` atomically.
+    pub async fn write_task(&self, task: &Task) -> Result<PathBuf, offload::Error> {
+        let path = self.tasks.join(format!("{}.json", task.id));
+        offload::write_json_atomic(&path, task).await?;
+        Ok(path)
+    }
+
+    /// Up to `limit` result files ready to deliver whose names come after
+    /// `after`, oldest name first, and whether more are waiting. However
+    /// many files an agent drops in, one scan holds at most `limit` names.
+    pub async fn pending_results(
+        &self,
+        after: Option<std::ffi::OsString>,
+        limit: usize,
+    ) -> Result<(Vec<PathBuf>, bool), offload::Error> {
+        offload::list_dir_page(&self.results, after, limit, is_result_name).await
+    }
+
+    /// Reads and parses one result file on the blocking pool: at most
+    /// `max_bytes`, never through a symbolic link.
+    pub async fn read_result(&self, path: &Path, max_bytes: u64) -> Result<SpoolResult, BadResult> {
+        let read = offload::read_capped(path, max_bytes, offload::FileKind::Regular, |bytes| {
+            parse_result(&bytes)
+        });
+        match read.await {
+            Ok(Some(parsed)) => parsed.map_err(BadResult::Malformed),
+            Ok(None) => Err(BadResult::Vanished),
+            Err(offload::Error::TooLarge { limit, .. }) => Err(BadResult::Rejected(format!(
+                "larger than max_result_bytes ({limit} bytes)"
+            ))),
+            Err(offload::Error::NotRegular { what, .. }) => {
+                Err(BadResult::Rejected(format!("{what}, not a regular file")))
+            }
+            Err(e) => Err(BadResult::Io(e)),
+        }
+    }
+
+    /// Archives `entry` as `archive/ID.json` (a new name if taken), then
+    /// removes `source` if given. Archive first: a crash in between
+    /// delivers again rather than losing the result.
+    pub async fn archive(
+        &self,
+        entry: &ArchiveEntry,
+        source: Option<&Path>,
+    ) -> Result<PathBuf, offload::Error> {
+        let mut path = self.archive.join(format!("{}.json", entry.id));
+        if offload::exists(&path).await? {
+            path = self
+                .archive
+                .join(format!("{}.{}.json", entry.id, entry.archived_unix_ms));
+        }
+        offload::write_json_atomic(&path, entry).await?;
+        if let Some(source) = source {
+            offload::remove_file(source).await?;
+        }
+        Ok(path)
+    }
+
+    /// Moves a bad result file to `malformed/` or `rejected/` (never
+    /// deleted; a symbolic link is moved as the link).
+    pub async fn set_aside(
+        &self,
+        path: &Path,
+        aside: Aside,
+        now: u64,
+    ) -> Result<PathBuf, offload::Error> {
+        let dir = match aside {
+            Aside::Malformed => &self.malformed,
+            Aside::Rejected => &self.rejected,
+        };
+        let name = path.file_name().map_or_else(
+            || "result.json".into(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let mut target = dir.join(&name);
+        if offload::exists(&target).await? {
+            target = dir.join(format!("{now}.{name}"));
+        }
+        offload::rename_durable(path, &target).await?;
+        Ok(target)
+    }
+}
+
+/// The id of a result: its file stem.
+pub fn result_id(path: &Path) -> String {
+    path.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+/// Whether a file name in `results/` is a result to deliver.
+pub(crate) fn is_result_name(name: &std::ffi::OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    !name.starts_with('.') && name.ends_with(".json") && name.len() > ".json".len()
+}
+
+/// Parses a result; the error says what is wrong (no content echoed).
+pub fn parse_result(bytes: &[u8]) -> Result<SpoolResult, String> {
+    let result: SpoolResult =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a result object: {e}"))?;
+    if result.content.trim().is_empty() {
+        return Err("`content` is empty".into());
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_files_and_parsing() {
+        let is_result = |name: &str| is_result_name(name.as_ref());
+        assert!(is_result("1.json"));
+        assert!(!is_result(".1.json"));
+        assert!(!is_result("1.json.tmp"));
+        assert!(!is_result(".json"));
+        assert_eq!(result_id(Path::new("r/abc.json")), "abc");
+        // Extra fields (a task id, say) are tolerated.
+        assert!(parse_result(br#"{"channel_id":"5","content":"hi","task_id":"1"}"#).is_ok());
+        let ok = parse_result(br#"{"channel_id":"5","content":"hi"}"#).unwrap();
+        assert_eq!(ok.channel_id, Snowflake::new(5));
+        assert!(parse_result(b"{").unwrap_err().contains("line 1"));
+        assert!(parse_result(br#"{"channel_id":"x","content":"hi"}"#).is_err());
+        assert!(parse_result(br#"{"channel_id":"5","content":"  "}"#).is_err());
+    }
+
+    #[test]
+    fn task_text_joins_content_and_transcripts() {
+        let t = |s: &str| Transcript {
+            attachment_id: Snowflake::new(1),
+            text: s.into(),
+        };
+        assert_eq!(
+            task_text("hi ", &[t("one"), t(" "), t("two")]),
+            "hi\n\none\n\ntwo"
+        );
+        assert_eq!(task_text("", &[t("only")]), "only");
+        assert_eq!(task_text("", &[]), "");
+    }
+
+    #[test]
+    fn archive_and_move_aside_never_overwrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        smol::block_on(async {
+            spool.create_dirs().await.unwrap();
+            let entry = ArchiveEntry {
+                id: "7".into(),
+                channel_id: Snowflake::new(1),
+                content: "x".into(),
+                outcome: Outcome::Delivered,
+                error: None,
+                delivered_message_ids: vec![],
+                archived_unix_ms: 42,
+            };
+            let first = spool.archive(&entry, None).await.unwrap();
+            let second = spool.archive(&entry, None).await.unwrap();
+            assert_ne!(first, second);
+            let bad = spool.results.join("b.json");
+            offload::write_bytes_atomic(&bad, b"{".to_vec())
+                .await
+                .unwrap();
+            let aside = spool.set_aside(&bad, Aside::Malformed, 1).await.unwrap();
+            assert_eq!(aside, spool.malformed.join("b.json"));
+            offload::write_bytes_atomic(&bad, b"[".to_vec())
+                .await
+                .unwrap();
+            let aside = spool.set_aside(&bad, Aside::Malformed, 2).await.unwrap();
+            assert_eq!(aside, spool.malformed.join("2.b.json"));
+            offload::write_bytes_atomic(&bad, b"[".to_vec())
+                .await
+                .unwrap();
+            let aside = spool.set_aside(&bad, Aside::Rejected, 3).await.unwrap();
+            assert_eq!(aside, spool.rejected.join("b.json"));
+            assert!(spool.pending_results(None, 10).await.unwrap().0.is_empty());
+        });
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the test makes its files directly
+    fn results_are_read_capped_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::new(dir.path());
+        let ok = spool.results.join("ok.json");
+        let big = spool.results.join("big.json");
+        let link = spool.results.join("link.json");
+        let fifo = spool.results.join("fifo.json");
+        smol::block_on(async {
+            spool.create_dirs().await.unwrap();
+            let result = br#"{"channel_id":"5","content":"hi"}"#;
+            std::fs::write(&ok, result).unwrap();
+            let mut padded = result.to_vec();
+            padded.resize(result.len() + 1, b' ');
+            std::fs::write(&big, &padded).unwrap();
+            std::os::unix::fs::symlink(&ok, &link).unwrap();
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &fifo,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+            let max = result.len() as u64;
+            assert_eq!(spool.read_result(&ok, max).await.unwrap().content, "hi");
+            let why = |r: Result<SpoolResult, BadResult>| match r {
+                Err(BadResult::Rejected(why)) => why,
+                other => panic!("not rejected: {other:?}"),
+            };
+            assert!(why(spool.read_result(&big, max).await).contains("max_result_bytes"));
+            assert!(why(spool.read_result(&link, max).await).contains("symbolic link"));
+            // A FIFO without a writer would block an open without O_NONBLOCK.
+            assert!(why(spool.read_result(&fifo, max).await).contains("FIFO"));
+            let gone = spool.results.join("gone.json");
+            assert!(matches!(
+                spool.read_result(&gone, max).await,
+                Err(BadResult::Vanished)
+            ));
+            // Set aside, the link is moved as a link: its target stays.
+            let aside = spool.set_aside(&link, Aside::Rejected, 1).await.unwrap();
+            assert!(std::fs::symlink_metadata(aside).unwrap().is_symlink());
+            assert!(ok.exists());
+        });
+    }
+}

@@ -1,0 +1,6 @@
+//! One job handled: the pure verdicts, the worker, transcription, the agent.
+
+pub(crate) mod agent;
+pub(crate) mod transcribe;
+pub(crate) mod verdict;
+pub(crate) mod worker;

@@ -1,0 +1,266 @@
+//! End-to-end: what the gateway never delivered is read back from the DM
+//! history after a fresh session, and answered once, in order, late and
+//! saying so — after an op 9 that cannot be resumed, and after a stop long
+//! enough for the session to expire (the next start's Resume is refused).
+//! A dispatch racing the read-back waits for it and is answered once; a
+//! message past the age bound gets the notice instead.
+//!
+//! The simulator forgets nonces at once (`nonce_window` zero), so a
+//! message handled twice would show as two replies; the agent logs each
+//! run, so it would show there too.
+// Tests may block (std::fs); the loop rule is for the crate.
+#![allow(clippy::disallowed_methods)]
+
+use crate::support;
+
+use smolcord::protocol::Snowflake;
+use smolcord_sim::{BotMessage, Fault, RestFault, RestFaultKind, SimConfig, SimEvent};
+use std::path::Path;
+use std::time::Duration;
+use support::bridge::*;
+use support::wait::*;
+
+const T: Duration = Duration::from_secs(20);
+const LATE: &str = "(sent while I was offline, ";
+
+/// Sessions expire 300 ms after their connection is gone; nonces at once.
+fn expiring_sim() -> Rig {
+    Rig::with_sim(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        resume_window: Duration::from_millis(300),
+        nonce_window: Duration::ZERO,
+        ..SimConfig::default()
+    })
+}
+
+/// Answers "re: CONTENT", and logs each task (one line).
+fn answering_agent(log: &Path) -> Vec<String> {
+    sh(&format!(
+        r#"{{ cat; echo; }} | tee -a '{}' | sed -n 's/.*"content":"\([^"]*\)".*/re: \1/p'"#,
+        log.display()
+    ))
+}
+
+/// Each reply's text without its late prefix, and whether it had one.
+fn replies(messages: &[BotMessage]) -> Vec<(bool, String)> {
+    messages
+        .iter()
+        .map(|m| match m.content.strip_prefix(LATE) {
+            Some(rest) => {
+                let (_, text) = rest.split_once(")\n").expect("a prefix line");
+                (true, text.to_owned())
+            }
+            None => (false, m.content.clone()),
+        })
+        .collect()
+}
+
+fn late(text: &str) -> (bool, String) {
+    (true, text.to_owned())
+}
+
+fn on_time(text: &str) -> (bool, String) {
+    (false, text.to_owned())
+}
+
+/// Waits until `runtime.json` marks `message` processed in `channel`.
+async fn processed(rig: &Rig, channel: Snowflake, message: Snowflake) {
+    wait_until("the processed mark", T, || {
+        rig.json("runtime.json")
+            .filter(|r| r["processed"][channel.to_string()] == message.to_string())
+    })
+    .await;
+}
+
+/// Waits past the resume window, so the stopped bridge's session is gone.
+async fn let_the_session_expire() {
+    async_io::Timer::after(Duration::from_millis(600)).await;
+}
+
+#[test]
+fn dms_sent_in_the_gap_before_a_fresh_identify_after_op_9_are_answered_once_in_order() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        // The first session's read-back is over: what follows is the gap's.
+        rig.history_read(rig.sim.dm_channel_of(ALICE), T).await;
+
+        let events = rig.sim.subscribe();
+        assert_eq!(rig.sim.fault(Fault::InvalidSession(false)), 1);
+        next_sim_event(&events, "the op 9", |e| {
+            matches!(e, SimEvent::InvalidSession { .. })
+        })
+        .await;
+        // No session now: the gateway delivers these to nobody.
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "first");
+        let (second, _) = rig.sim.send_dm(ALICE, "alice", "second");
+        while let Ok(event) = events.try_recv() {
+            assert!(
+                !matches!(event, SimEvent::Identified { .. }),
+                "the bridge identified before the DMs were sent: no gap"
+            );
+        }
+        next_sim_event(&events, "the fresh identify", |e| {
+            matches!(e, SimEvent::Identified { .. })
+        })
+        .await;
+
+        let sent = rig.messages(dm, 2, T).await;
+        assert_eq!(replies(&sent), [late("re: first"), late("re: second")]);
+        processed(&rig, dm, second).await;
+        bridge.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 2, "answered twice");
+        assert_eq!(line_count(&calls), 2, "the agent ran twice for one");
+        let runtime = rig.json("runtime.json").unwrap();
+        assert!(runtime.get("readback_due").is_none(), "{runtime}");
+    });
+}
+
+#[test]
+fn dms_sent_while_the_bridge_was_stopped_and_its_session_expired_are_answered_once() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+        rig.messages(dm, 1, T).await;
+        processed(&rig, dm, hello).await;
+        first.stop().await;
+
+        let_the_session_expire().await;
+        rig.sim.send_dm(ALICE, "alice", "while down 1");
+        let (last, _) = rig.sim.send_dm(ALICE, "alice", "while down 2");
+        // And one from the owner, whose channel has no mark yet.
+        let (owner_message, owner_dm) = rig.sim.send_dm(OWNER, "owner", "owner too");
+
+        let events = rig.sim.subscribe();
+        let second = rig.start(&ex, config, tunables()).await;
+        next_sim_event(&events, "the Resume refused", |e| {
+            matches!(
+                e,
+                SimEvent::InvalidSession {
+                    resumable: false,
+                    ..
+                }
+            )
+        })
+        .await;
+        let sent = rig.messages(dm, 3, T).await;
+        assert_eq!(
+            replies(&sent),
+            [
+                on_time("re: hello"),
+                late("re: while down 1"),
+                late("re: while down 2")
+            ]
+        );
+        let owner_sent = rig.messages(owner_dm, 1, T).await;
+        assert_eq!(replies(&owner_sent), [late("re: owner too")]);
+        processed(&rig, dm, last).await;
+        processed(&rig, owner_dm, owner_message).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 3, "answered twice");
+        assert_eq!(line_count(&calls), 4);
+    });
+}
+
+#[test]
+fn a_dm_dispatched_during_the_read_back_waits_for_it_and_is_answered_once() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+        processed(&rig, dm, hello).await;
+        first.stop().await;
+        let_the_session_expire().await;
+        rig.sim.send_dm(ALICE, "alice", "in the gap");
+
+        // The read-back opens the answered users' DM channels first: held
+        // back, so the next DM is dispatched to the new session before the
+        // history is read (and is in it too): it waits behind the gap's.
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::Delay(Duration::from_millis(1500)),
+                count: 2,
+                path_prefix: None,
+            }
+            .on("/api/v10/users/@me/channels"),
+        );
+        let events = rig.sim.subscribe();
+        let second = rig.start(&ex, config, tunables()).await;
+        let SimEvent::Identified { session_id, .. } =
+            next_sim_event(&events, "the fresh identify", |e| {
+                matches!(e, SimEvent::Identified { .. })
+            })
+            .await
+        else {
+            unreachable!()
+        };
+        // READY reached the bridge: the read-back has begun.
+        wait_until("the new session saved", T, || {
+            rig.read("session.json")
+                .filter(|saved| saved.contains(session_id.as_str()))
+        })
+        .await;
+        let (racing, _) = rig.sim.send_dm(ALICE, "alice", "racing");
+
+        let sent = rig.messages(dm, 3, T).await;
+        assert_eq!(
+            replies(&sent),
+            [
+                on_time("re: hello"),
+                late("re: in the gap"),
+                on_time("re: racing")
+            ]
+        );
+        processed(&rig, dm, racing).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 3, "answered twice");
+        assert_eq!(line_count(&calls), 3, "the agent ran twice for one");
+    });
+}
+
+#[test]
+fn a_message_older_than_the_age_bound_gets_the_notice_instead_of_an_answer() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let mut tunables = tunables();
+        tunables.readback.max_age = Duration::from_secs(1);
+        let first = rig.start(&ex, config.clone(), tunables).await;
+        rig.session_ready(T).await;
+        let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+        processed(&rig, dm, hello).await;
+        first.stop().await;
+        let (stale, _) = rig.sim.send_dm(ALICE, "alice", "stale by now");
+        // Past the age bound (and the resume window).
+        async_io::Timer::after(Duration::from_millis(1500)).await;
+
+        let second = rig.start(&ex, config, tunables).await;
+        let notice = rig.message_containing(dm, "went unanswered", T).await;
+        assert!(
+            notice.content.contains("1 message (from ")
+                && notice.content.contains("none older than 1 s"),
+            "{}",
+            notice.content
+        );
+        processed(&rig, dm, stale).await;
+        second.stop().await;
+        let sent = rig.sim.messages_in(dm);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(line_count(&calls), 1, "the stale message reached the agent");
+    });
+}

@@ -1,0 +1,317 @@
+//! Identify (op 2) and Resume (op 6): the checks Discord makes, in order,
+//! with its close codes; READY and GUILD_CREATE for a new session; replay
+//! and RESUMED for a resumed one.
+
+use super::events::SimEvent;
+use super::gateway::Reader;
+use super::objects;
+use super::session::{ReplayError, Session};
+use super::state::{ConnCmd, Out};
+use serde_json::{json, Value};
+use smolcord::protocol::{shard_for_guild, Frame, Identify, Intents, Resume};
+use std::time::Instant;
+
+type Refusal = (u16, String);
+
+/// Discord documents the Identify/Resume token as the raw token; the "Bot "
+/// prefix belongs to the HTTP header. In practice the gateway accepts a
+/// prefixed token too (twilight has always sent one), so the simulator
+/// accepts both.
+fn token_ok(reader: &Reader, sent: &str) -> bool {
+    let sent = sent.strip_prefix("Bot ").unwrap_or(sent);
+    sent == reader.shared.config.token.expose()
+}
+
+/// Discord documents a presence's `since` as Unix ms or null, but its
+/// gateway accepts other values: serenity 0.12 sends a serialized
+/// `SystemTime` (`{"secs_since_epoch":…,"nanos_since_epoch":…}`) in every
+/// Identify and op 3, and works against Discord. So a `since` that is not
+/// an unsigned integer is read as null rather than refused.
+pub(crate) fn lenient_since(presence: &mut Value) {
+    if let Some(since) = presence.get_mut("since") {
+        if !since.is_null() && !since.is_u64() {
+            log::debug!("sim: presence `since` {since} is not Unix ms; read as null");
+            *since = Value::Null;
+        }
+    }
+}
+
+/// Decodes Identify, accepting the deprecated `$os`/`$browser`/`$device`
+/// property names Discord still takes and a `since` Discord tolerates.
+fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
+    let bad = |err: String| (4001, format!("invalid Identify: {err}"));
+    let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
+    super::payload_checks::identify_extras(&d).map_err(bad)?;
+    if let Some(presence) = d.get_mut("presence") {
+        lenient_since(presence);
+    }
+    if let Some(props) = d.get_mut("properties").and_then(Value::as_object_mut) {
+        for key in ["os", "browser", "device"] {
+            if !props.contains_key(key) {
+                let old = props.get(&format!("${key}")).cloned();
+                props.insert(key.to_owned(), old.unwrap_or_else(|| json!("")));
+            }
+        }
+    }
+    serde_json::from_value(d).map_err(|e| bad(e.to_string()))
+}
+
+pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
+    {
+        let mut state = reader.shared.lock();
+        state.stats.totals.identifies += 1;
+        if let Some(stats) = state.stats.conn(reader.id) {
+            stats.identifies += 1;
+        }
+    }
+    if reader.session.is_some() {
+        return Err((4005, "already authenticated".into()));
+    }
+    let identify = decode_identify(frame)?;
+    if !token_ok(reader, &identify.token) {
+        return Err((4004, "authentication failed".into()));
+    }
+    let config = &reader.shared.config;
+    let [shard_id, shard_count] = identify.shard.unwrap_or([0, 1]);
+    if shard_count == 0 || shard_id >= shard_count || config.refused_shards.contains(&shard_id) {
+        return Err((4010, format!("invalid shard [{shard_id}, {shard_count}]")));
+    }
+    if let Some(required) = config.required_shards {
+        if shard_count != required {
+            return Err((4011, format!("sharding required: {required} shards")));
+        }
+    }
+    if identify.intents.unknown_bits() != 0 {
+        return Err((
+            4013,
+            format!(
+                "invalid intents: unknown bits {:#x}",
+                identify.intents.unknown_bits()
+            ),
+        ));
+    }
+    let refused = Intents::from_bits(
+        identify.intents.privileged_part().bits() & !config.enabled_privileged_intents.bits(),
+    );
+    if refused != Intents::empty() {
+        return Err((4014, format!("disallowed intents: {refused:?}")));
+    }
+    let now = Instant::now();
+    let mut state = reader.shared.lock();
+    let pacing = state.pacing;
+    let bucket = shard_id % pacing.max_concurrency.max(1);
+    let since_last = state
+        .last_identify
+        .get(&bucket)
+        .map(|last| now.saturating_duration_since(*last));
+    // Slack for when frames are read, not when they were sent: clients
+    // (and gateway-queue) space identifies by exactly the window, and a busy
+    // host delays one arrival more than the next. Discord publishes no
+    // tolerance; a tenth of the window still catches a client that ignores
+    // its queue (its identifies come milliseconds apart).
+    let slack = config.identify_window / 10;
+    let too_early = since_last.is_some_and(|gap| gap + slack < config.identify_window);
+    {
+        let totals = &mut state.stats.totals;
+        *totals.identifies_by_bucket.entry(bucket).or_default() += 1;
+        if too_early {
+            totals.identifies_too_early += 1;
+        }
+        if let Some(gap) = since_last {
+            let ms = gap.as_secs_f64() * 1000.0;
+            totals.min_identify_gap_ms = Some(totals.min_identify_gap_ms.map_or(ms, |m| m.min(ms)));
+        }
+    }
+    let too_fast = pacing.enforce && too_early;
+    if state.start_remaining == 0 || too_fast {
+        log::info!(
+            "sim: identify of shard {shard_id} refused ({})",
+            if too_fast {
+                "too early for its max_concurrency bucket"
+            } else {
+                "session start limit spent"
+            }
+        );
+        drop(state);
+        reader.invalid_session(false);
+        return Ok(());
+    }
+    state.start_remaining -= 1;
+    state.last_identify.insert(bucket, now);
+    state.sessions.expire(now, config.resume_window);
+
+    let session_id = objects::session_id();
+    let mut session = Session::new(
+        session_id.clone(),
+        reader.id,
+        identify.intents,
+        [shard_id, shard_count],
+        config.replay_capacity,
+    );
+    let zlib = state
+        .stats
+        .conn(reader.id)
+        .is_some_and(|s| s.compression.is_some());
+    session.payload_compress = identify.compress == Some(true) && !zlib;
+    if identify.compress == Some(true) && zlib {
+        log::info!("sim: Identify compress ignored: transport compression is on");
+    }
+    if let Some(entry) = state.conns.get(&reader.id) {
+        let _ = entry
+            .out
+            .try_send(Out::PayloadCompression(session.payload_compress));
+    }
+    if session.payload_compress {
+        if let Some(stats) = state.stats.conn(reader.id) {
+            stats.compression = Some("payload".to_owned());
+        }
+    }
+    state.sessions.insert(session);
+    reader.session = Some(session_id.clone());
+
+    let own_guilds: Vec<_> = state
+        .dir
+        .guilds
+        .iter()
+        .filter(|g| shard_for_guild(g.id, shard_count) == shard_id)
+        .cloned()
+        .collect();
+    let mut ready = json!({
+        "v": 10,
+        "user_settings": {},
+        "user": objects::bot_user(config),
+        "session_type": "normal",
+        "session_id": session_id,
+        "resume_gateway_url": reader.shared.resume_gateway_url(),
+        "relationships": [],
+        "private_channels": [],
+        "presences": [],
+        "guilds": own_guilds
+            .iter()
+            .map(|g| json!({"id": g.id.to_string(), "unavailable": true}))
+            .collect::<Vec<_>>(),
+        "guild_join_requests": [],
+        "geo_ordered_rtc_regions": ["local"],
+        "application": {"id": config.bot_id.to_string(), "flags": 0},
+        "_trace": ["[\"smolcord-sim\",{\"micros\":0.0}]"],
+    });
+    if let Some(shard) = identify.shard {
+        ready["shard"] = json!(shard);
+    }
+    state.push_to_session(&session_id, "READY", &ready);
+    if identify.intents.contains(Intents::GUILDS) {
+        for guild in &own_guilds {
+            let d = objects::guild_create(guild, config);
+            state.push_to_session(&session_id, "GUILD_CREATE", &d);
+        }
+    }
+    state.stats.totals.sessions_started += 1;
+    if let Some(stats) = state.stats.conn(reader.id) {
+        stats.session_id = Some(session_id.clone());
+    }
+    log::info!(
+        "sim: connection {} identified: session {session_id}, intents {:?}",
+        reader.id,
+        identify.intents
+    );
+    state.emit(SimEvent::Identified {
+        conn: reader.id,
+        session_id,
+        identify,
+    });
+    Ok(())
+}
+
+pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
+    if reader.session.is_some() {
+        return Err((4005, "already authenticated".into()));
+    }
+    let resume: Resume = frame
+        .data()
+        .map_err(|err| (4001, format!("invalid Resume: {err}")))?;
+    if !token_ok(reader, &resume.token) {
+        return Err((4004, "authentication failed".into()));
+    }
+    let now = Instant::now();
+    let mut state = reader.shared.lock();
+    state
+        .sessions
+        .expire(now, reader.shared.config.resume_window);
+    let Some(session) = state.sessions.get_mut(&resume.session_id) else {
+        log::info!(
+            "sim: resume of unknown or expired session {}",
+            resume.session_id
+        );
+        drop(state);
+        reader.invalid_session(false);
+        return Ok(());
+    };
+    let frames = match session.replay_after(resume.seq) {
+        Ok(frames) => frames,
+        Err(ReplayError::Ahead) => {
+            let have = session.seq;
+            drop(state);
+            // Attach so the close ends the session (4007 needs a new one).
+            reader.session = Some(resume.session_id.clone());
+            return Err((
+                4007,
+                format!("invalid seq {}: the session is at {have}", resume.seq),
+            ));
+        }
+        Err(ReplayError::TooOld) => {
+            log::info!(
+                "sim: resume from seq {} is past the replay buffer",
+                resume.seq
+            );
+            state.sessions.remove(&resume.session_id);
+            drop(state);
+            reader.invalid_session(false);
+            return Ok(());
+        }
+    };
+    let previous = session.conn.replace(reader.id);
+    session.disconnected_at = None;
+    let payload_compress = session.payload_compress;
+    if let Some(old) = previous.filter(|old| *old != reader.id) {
+        if let Some(entry) = state.conns.get(&old) {
+            let _ = entry.cmd.try_send(ConnCmd::Superseded);
+        }
+    }
+    let replayed = frames.len();
+    if let Some(entry) = state.conns.get(&reader.id) {
+        let _ = entry
+            .out
+            .try_send(Out::PayloadCompression(payload_compress));
+        for frame in frames {
+            entry.send_text(frame);
+        }
+    }
+    reader.session = Some(resume.session_id.clone());
+    state.push_to_session(
+        &resume.session_id,
+        "RESUMED",
+        &json!({"_trace": ["[\"smolcord-sim\",{\"micros\":0.0}]"]}),
+    );
+    state.stats.totals.resumes += 1;
+    if let Some(stats) = state.stats.conn(reader.id) {
+        stats.resumes += 1;
+        stats.dispatches_sent += replayed as u64;
+        stats.session_id = Some(resume.session_id.clone());
+        if payload_compress {
+            stats.compression = Some("payload".to_owned());
+        }
+    }
+    log::info!(
+        "sim: connection {} resumed session {} from seq {}: {replayed} replayed",
+        reader.id,
+        resume.session_id,
+        resume.seq
+    );
+    state.emit(SimEvent::Resumed {
+        conn: reader.id,
+        session_id: resume.session_id,
+        seq: resume.seq,
+        replayed,
+    });
+    Ok(())
+}

@@ -1,0 +1,256 @@
+//! Ready-made dispatches: DMs (text and voice notes), guild messages,
+//! GUILD_CREATE and CHANNEL_CREATE/UPDATE/DELETE, kept consistent with the
+//! simulator's directory so REST calls about them work.
+
+use super::config::SimGuild;
+use super::objects::{self, MessagePlace};
+use super::state::{ChannelInfo, Shared, StoredFile};
+use base64::Engine;
+use serde_json::{json, Value};
+use smolcord::protocol::{Snowflake, MESSAGE_FLAG_IS_VOICE_MESSAGE};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A voice note sent by [`Simulator::send_voice_dm`](super::Simulator::send_voice_dm).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoiceNote {
+    /// The message.
+    pub message_id: Snowflake,
+    /// The DM channel.
+    pub channel_id: Snowflake,
+    /// Where the simulator serves the audio bytes.
+    pub url: String,
+}
+
+/// A voice message's waveform: one byte per 100 ms, at most 256.
+fn waveform(duration: Duration) -> String {
+    let samples = ((duration.as_millis() / 100) as usize).clamp(1, 256);
+    let bytes: Vec<u8> = (0..samples).map(|i| (i * 37 % 256) as u8).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+impl Shared {
+    /// Dispatches a DM from `author` and returns `(message id, channel id)`.
+    pub(crate) fn send_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> (Snowflake, Snowflake) {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let channel = state.dir.dm_channel(&mut state.ids, author_id, author_name);
+        let id = state.ids.next();
+        let place = MessagePlace {
+            channel_id: channel,
+            guild_id: None,
+        };
+        let d = objects::message(
+            id,
+            &place,
+            objects::user(author_id, author_name),
+            content,
+            Vec::new(),
+            0,
+        );
+        state.post_from_user(&self.config, channel, id, &d);
+        (Snowflake::new(id), Snowflake::new(channel))
+    }
+
+    pub(crate) fn send_voice_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        ogg: Vec<u8>,
+        duration: Duration,
+    ) -> VoiceNote {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let channel = state.dir.dm_channel(&mut state.ids, author_id, author_name);
+        let id = state.ids.next();
+        let attachment_id = state.ids.next();
+        let size = ogg.len();
+        state.dir.files.insert(
+            attachment_id,
+            StoredFile {
+                content_type: "audio/ogg".to_owned(),
+                bytes: Arc::new(ogg),
+            },
+        );
+        // Discord's CDN URLs are signed and expire (`ex`, `is`, `hm`); the
+        // simulator's carry the same parameters and ignores them.
+        let url = format!(
+            "{}/attachments/{channel}/{attachment_id}/voice-message.ogg?ex=ffffffff&is=0&hm=sim",
+            self.http_base()
+        );
+        let attachment = json!({
+            "id": attachment_id.to_string(),
+            "filename": "voice-message.ogg",
+            "content_type": "audio/ogg",
+            "size": size,
+            "url": url,
+            "proxy_url": url,
+            "duration_secs": duration.as_secs_f64(),
+            "waveform": waveform(duration),
+            "flags": 0,
+        });
+        let place = MessagePlace {
+            channel_id: channel,
+            guild_id: None,
+        };
+        let d = objects::message(
+            id,
+            &place,
+            objects::user(author_id, author_name),
+            "",
+            vec![attachment],
+            MESSAGE_FLAG_IS_VOICE_MESSAGE,
+        );
+        state.post_from_user(&self.config, channel, id, &d);
+        VoiceNote {
+            message_id: Snowflake::new(id),
+            channel_id: Snowflake::new(channel),
+            url,
+        }
+    }
+
+    pub(crate) fn send_guild_message(
+        &self,
+        channel_id: Snowflake,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> Result<Snowflake, String> {
+        let mut state = self.lock();
+        let guild_id = state
+            .dir
+            .channels
+            .get(&channel_id.get())
+            .and_then(|c| c.guild_id)
+            .ok_or_else(|| format!("channel {channel_id} is not a known guild channel"))?;
+        let id = state.ids.next();
+        let place = MessagePlace {
+            channel_id: channel_id.get(),
+            guild_id: Some(guild_id),
+        };
+        let d = objects::message(
+            id,
+            &place,
+            objects::user(author_id, author_name),
+            content,
+            Vec::new(),
+            0,
+        );
+        state.post_from_user(&self.config, channel_id.get(), id, &d);
+        Ok(Snowflake::new(id))
+    }
+
+    pub(crate) fn add_guild(&self, guild: SimGuild) -> Vec<u64> {
+        let d = objects::guild_create(&guild, &self.config);
+        let mut state = self.lock();
+        state.dir.add_guild(guild);
+        state.dispatch(&self.config, "GUILD_CREATE", &d)
+    }
+
+    pub(crate) fn create_channel(
+        &self,
+        guild_id: Snowflake,
+        name: &str,
+    ) -> Result<Snowflake, String> {
+        let mut state = self.lock();
+        let guild = state
+            .dir
+            .guilds
+            .iter_mut()
+            .find(|g| g.id == guild_id)
+            .ok_or_else(|| format!("guild {guild_id} is not known"))?;
+        let position = guild.channels.len();
+        let id = Snowflake::new(state.ids.next());
+        if let Some(guild) = state.dir.guilds.iter_mut().find(|g| g.id == guild_id) {
+            guild.channels.push(super::config::SimChannel {
+                id,
+                name: name.to_owned(),
+            });
+        }
+        state.dir.channels.insert(
+            id.get(),
+            ChannelInfo {
+                guild_id: Some(guild_id.get()),
+                name: Some(name.to_owned()),
+                recipient: None,
+            },
+        );
+        let d = objects::text_channel(id.get(), guild_id.get(), name, position, true);
+        state.dispatch(&self.config, "CHANNEL_CREATE", &d);
+        Ok(id)
+    }
+
+    /// Renames (`Some`) or deletes (`None`) a guild channel.
+    pub(crate) fn change_channel(
+        &self,
+        channel_id: Snowflake,
+        rename: Option<&str>,
+    ) -> Result<Vec<u64>, String> {
+        let mut state = self.lock();
+        let info = state
+            .dir
+            .channels
+            .get(&channel_id.get())
+            .cloned()
+            .filter(|c| c.guild_id.is_some())
+            .ok_or_else(|| format!("channel {channel_id} is not a known guild channel"))?;
+        let guild_id = info.guild_id.unwrap_or_default();
+        let guild = state.dir.guilds.iter_mut().find(|g| g.id.get() == guild_id);
+        let position = guild
+            .as_ref()
+            .and_then(|g| g.channels.iter().position(|c| c.id == channel_id))
+            .unwrap_or(0);
+        let name = rename.map_or(info.name.clone().unwrap_or_default(), str::to_owned);
+        let event = match rename {
+            Some(new_name) => {
+                if let Some(channel) =
+                    guild.and_then(|g| g.channels.iter_mut().find(|c| c.id == channel_id))
+                {
+                    channel.name = new_name.to_owned();
+                }
+                if let Some(entry) = state.dir.channels.get_mut(&channel_id.get()) {
+                    entry.name = Some(new_name.to_owned());
+                }
+                "CHANNEL_UPDATE"
+            }
+            None => {
+                if let Some(g) = guild {
+                    g.channels.retain(|c| c.id != channel_id);
+                }
+                state.dir.channels.remove(&channel_id.get());
+                "CHANNEL_DELETE"
+            }
+        };
+        let d: Value = objects::text_channel(channel_id.get(), guild_id, &name, position, true);
+        Ok(state.dispatch(&self.config, event, &d))
+    }
+
+    pub(crate) fn dm_channel_of(&self, user_id: u64) -> Snowflake {
+        let mut state = self.lock();
+        let state = &mut *state;
+        Snowflake::new(state.dir.dm_channel(&mut state.ids, user_id, "user"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waveform_is_bounded() {
+        let decode = |d| {
+            base64::engine::general_purpose::STANDARD
+                .decode(waveform(d))
+                .unwrap()
+                .len()
+        };
+        assert_eq!(decode(Duration::from_millis(2500)), 25);
+        assert_eq!(decode(Duration::from_secs(600)), 256);
+        assert_eq!(decode(Duration::ZERO), 1);
+    }
+}

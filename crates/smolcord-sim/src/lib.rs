@@ -1,0 +1,473 @@
+//! A local Discord gateway (and REST) simulator with fault injection and
+//! heartbeat measurement.
+//!
+//! It is the embedded default the demo runs on without a token, the
+//! fixture every smolcord test talks to, and `smolcord sim` serves it to
+//! any other client. It runs on **its own thread with its own smol
+//! executor**, so a test that blocks the client's event loop on purpose
+//! never distorts what the simulator measures.
+//!
+//! One TCP port serves everything:
+//!
+//! | URL | what |
+//! |---|---|
+//! | `ws://127.0.0.1:P/` | the gateway ([`Simulator::gateway_url`]) |
+//! | `ws://127.0.0.1:P/resume` | READY's `resume_gateway_url` (recorded per connection) |
+//! | `http://127.0.0.1:P/api/v10/...` | REST ([`Simulator::api_base`]) |
+//! | `http://127.0.0.1:P/control/...` | the control API ([`Simulator::control_url`]) |
+//! | `http://127.0.0.1:P/attachments/...` | voice-note and uploaded file bytes |
+//!
+//! With [`SimConfig::tls`] the port speaks only TLS, and every URL above
+//! (and every URL the simulator hands out: READY's `resume_gateway_url`,
+//! `GET /gateway`, attachment URLs) is `wss://` / `https://`.
+//!
+//! ```
+//! use smolcord_sim::{Simulator, SimConfig};
+//! let sim = Simulator::start(SimConfig::default()).unwrap();
+//! assert!(sim.gateway_url().starts_with("ws://127.0.0.1:"));
+//! sim.shutdown();
+//! ```
+//!
+//! # Gateway behaviour
+//!
+//! Hello (`heartbeat_interval` from the config) on connect. Query: `v` 9,
+//! 10 or absent (else close 4012; Discord still serves 6-8), `encoding`
+//! json or absent (else 4002), `compress=zlib-stream` (one deflate context
+//! per connection, every message a binary frame ending `00 00 ff ff`) or
+//! `compress=zstd-stream` (one zstd context per connection, level 3, every
+//! message one binary frame flushed without ending the zstd frame); other
+//! `compress` values are ignored (plain text frames). Identify
+//! `compress: true` without transport compression: every later frame is a
+//! self-contained zlib binary frame. Commands: over 4096 bytes 4002, not
+//! JSON 4002, unknown or server-only opcode 4001, bad payload for an opcode
+//! 4001, anything but Heartbeat/Identify/Resume before Identify 4003, bad
+//! token 4004, second Identify/Resume 4005, Resume `seq` ahead of the
+//! session 4007, more than `command_limit` per `command_window` 4008, no
+//! heartbeat for `grace × interval` 4009, bad shard 4010, wrong shard count
+//! 4011, unknown intent bits 4013, privileged intents not enabled 4014.
+//! Heartbeats are allowed before Identify. READY carries `s: 1`. Unknown or
+//! expired session, or a Resume from before the replay buffer: op 9 `false`.
+//! Dispatches honour intents, shards and MESSAGE_CONTENT like Discord, and
+//! a dispatch to a session whose client is away is buffered for its Resume.
+//! A message sent while the bot has no session (none live, none
+//! resumable) goes to its channel's history only: a later fresh session
+//! never receives it, as on Discord. The bot's own REST messages come
+//! back as MESSAGE_CREATE/UPDATE. op 8
+//! Request Guild Members is answered with GUILD_MEMBERS_CHUNK (or
+//! RATE_LIMITED; `members.rs`), against guilds of the bot, its owner and
+//! [`SimConfig::guild_members`] more. The default token,
+//! [`DEFAULT_SIM_TOKEN`], is shaped like Discord's: its first part is the
+//! base64 of [`SimConfig::bot_id`] ([`SimConfig::with_token`] sets another).
+//!
+//! # REST behaviour
+//!
+//! Every answer under `/api/` carries `Via: 1.1 google` and per-route
+//! bucket headers that count down per major parameter (channel, guild,
+//! webhook); 429s come in Discord's three scopes with its headers and body
+//! (the table in `ratelimit_headers.rs`). Limits are enforced only with
+//! [`SimConfig::rest_rate_limit`]; without it the counts run against
+//! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
+//! checked field by field (`message_body.rs`: 400 50035 naming the field),
+//! and replies get `referenced_message` (`replies.rs`).
+//!
+//! Every message in a channel (injected users' and the bot's; not raw
+//! `/control/dispatch` payloads nor `Fault::Flood` DMs) is kept in its history, 10 000 per
+//! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
+//! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
+//! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
+//! 10008 Unknown Message).
+//!
+//! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
+//! `nonce` seen within `SimConfig::nonce_window` returns the original
+//! message instead of creating another, as Discord does; each such answer
+//! counts in [`Totals::duplicates_prevented`].
+//!
+//! # Where the docs leave Discord's reaction open
+//!
+//! Each constraint the docs state without saying what Discord does about
+//! it, and what the simulator does (Discord closes 4001 for "an invalid
+//! payload for an opcode", resumable; REST answers 400 50035 "Invalid Form
+//! Body" naming the field). Strict where a client that breaks the rule has
+//! a bug the simulator should show first; lenient where Discord is known
+//! to accept, or where refusing would fail clients that work against it.
+//!
+//! | constraint | the simulator | why |
+//! |---|---|---|
+//! | op 3 / 4 / 8 / 31 `d` of the documented shape (`"garbage"`, `[1, 2]`, a missing or mistyped field) | close 4001 | the docs' meaning of 4001 |
+//! | Identify `large_threshold` 50–250 | close 4001 outside it | a range in the docs; every library looked at sends 50 or 250 |
+//! | presence `status` one of online, dnd, idle, invisible, offline (Identify, op 3) | close 4001 (`"banana"`) | the documented set |
+//! | activity `type` 0–5 | close 4001 (42) | the documented types; a new type needs a simulator update |
+//! | presence `since`: Unix ms or null | anything else is read as null | Discord takes serenity's serialized `SystemTime` |
+//! | Identify `properties` with `os`, `browser`, `device` | `{}` and the old `$os` names accepted (missing read as `""`) | Discord takes both |
+//! | `v` in the gateway URL | none: served as v10, a warning, `Totals::connections_without_version` | Discord serves its default (v6) rather than refusing; the simulator has no v6 |
+//! | a heartbeat's `d` is the last seq received | a seq beyond what the session sent is ACKed, warned about and counted (`Totals::heartbeats_with_unsent_seq`) | no refusal documented (4007 is for Resume); an older seq before a Resume is normal |
+//! | op 8 for the whole list (`query: ""`) needs GUILD_MEMBERS | close 4001 | "required", no reaction given; answering nothing would leave the client waiting forever, 4001 keeps the session |
+//! | op 8 takes one of `query` / `user_ids`, ≤ 100 ids, `limit` with `query` | close 4001 otherwise | the documented request |
+//! | op 8 `nonce` ≤ 32 bytes | a longer one is not echoed | the docs say so |
+//! | op 8 `presences: true` needs GUILD_PRESENCES | chunks without presences | "otherwise it will always be false" |
+//! | op 8 for a guild the session does not serve (unknown, another shard) | ignored, with a warning | undocumented |
+//! | all members of a guild: once per 30 s per bot | RATE_LIMITED dispatch instead of chunks | documented (PROTOCOL.md §1.2) |
+//! | one Identify per `max_concurrency` bucket per 5 s | op 9 `false` for the early one when pacing is on: on in `smolcord sim` (`--identify-pacing off`), off in `SimConfig::default()` | documented; Rust tests re-identify within milliseconds on purpose (op 9, 4007, resumes gone stale), `smolcord sim` serves clients that must cope with Discord |
+//! | REST `User-Agent: DiscordBot (url, version)` | served without one; a warning at the first, `Totals::rest_without_user_agent` | the docs require it, but the refusal is Cloudflare's and undocumented |
+//! | message `flags` on create: only SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, IS_COMPONENTS_V2 | 400 50035 on `flags` for any other bit (`flags: 2`) | the documented settable set |
+//! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
+//! | only the author edits a message's content | 403 50005 | documented error code |
+//! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
+//!
+//! # Control API
+//!
+//! Bodies are JSON objects; ids may be strings or numbers. Errors are 400
+//! `{"error": "..."}`.
+//!
+//! - `POST /control/fault` — `{"kind": K, ...}` with K one of `drop_acks`
+//!   (`n`), `close` (`code`), `drop_tcp`, `reconnect`, `invalid_session`
+//!   (`resumable`), `request_heartbeat`, `stall` (`ms`), `malformed`,
+//!   `oversized`, `delay` (`ms`). Applies to every live connection; answers
+//!   `{"applied_to": N}`.
+//! - `POST /control/rest-fault` — `{"kind": "rate_limited" | "forbidden" |
+//!   "server_error" | "unauthorized" | "delay" | "refuse_upload", "count": 1,
+//!   "retry_after": 1.0, "scope": "user" | "shared" | "global", "status":
+//!   500, "ms": 1000, "path_prefix": "/api/v10/channels"}` (all but `kind`
+//!   optional, but `delay` needs `ms`; `"global": true` is the older
+//!   spelling of the global scope): the next `count` matching REST requests
+//!   fail that way (`delay`: take effect, but are answered `ms` late).
+//!   `refuse_upload` (`status`, default 500; `scope`: `attachments_field`,
+//!   the default, for uploads whose `payload_json` lists `attachments`,
+//!   `edits` for a `PATCH` with a file, or `any`) refuses only such uploads.
+//! - `GET /control/identify` — the [`IdentifyPacing`]; `POST
+//!   /control/identify` — `{"enforce": bool, "max_concurrency": n,
+//!   "shards": n}` (each optional) changes it and answers the new one.
+//! - `POST /control/dispatch` — `{"event": "NAME", "d": {...}}` →
+//!   `{"seqs": [...]}` (one per session that got it).
+//! - `POST /control/dm` — `{"author_id", "author_name", "content"}`, or with
+//!   `"voice_ogg_base64"` and `"duration_secs"` for a voice note →
+//!   `{"message_id", "channel_id"[, "attachment_url"]}`.
+//! - `POST /control/guild-message` — `{"channel_id", "author_id",
+//!   "author_name", "content"}` → `{"message_id"}`.
+//! - `GET /control/stats` — [`SimStats`]; `GET /control/rest-log` — every
+//!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
+//!   messages there ([`BotMessage`]).
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+#![warn(missing_docs)]
+
+mod bot_token;
+mod clock;
+mod config;
+mod control;
+mod events;
+mod faults;
+mod gateway;
+mod history;
+mod http;
+mod identify;
+mod inject;
+mod members;
+mod message_body;
+mod multipart;
+mod nonces;
+mod objects;
+mod pacing;
+mod payload_checks;
+mod queue;
+mod ratelimit;
+mod ratelimit_headers;
+mod replies;
+mod rest;
+mod server;
+mod session;
+mod state;
+mod stats;
+mod tls;
+mod zlib;
+mod zstd;
+
+pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
+pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
+pub use events::{next_matching, SimEvent};
+pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
+pub use inject::VoiceNote;
+pub use members::MAX_GUILD_MEMBERS;
+pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
+pub use ratelimit::RestRateLimit;
+pub use rest::{BotMessage, RestRecord};
+pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
+pub use tls::SimTls;
+pub use zlib::SYNC_FLUSH_SUFFIX;
+
+use serde_json::Value;
+use smolcord::protocol::Snowflake;
+use state::Shared;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running simulator. Cheap to clone (all clones share one simulator);
+/// it stops on [`Simulator::shutdown`] or when the last clone is dropped.
+#[derive(Clone)]
+pub struct Simulator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    stop: async_channel::Sender<()>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Inner {
+    fn stop(&self) {
+        self.stop.close();
+        let handle = self
+            .thread
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Simulator {
+    /// Binds `config.listen` and starts serving on a new thread.
+    ///
+    /// The error names the address when it cannot be bound (e.g. the port
+    /// is in use).
+    // Binding a literal address does not block (no DNS), so std's listener
+    // is fine here; it is handed to async-io right away.
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+    pub fn start(config: SimConfig) -> io::Result<Simulator> {
+        let listen = config.listen;
+        let std_listener = std::net::TcpListener::bind(listen).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("simulator cannot listen on {listen}: {err}"),
+            )
+        })?;
+        let listener = async_net::TcpListener::try_from(std_listener).map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("simulator cannot use its socket on {listen}: {err}"),
+            )
+        })?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::new(config, addr));
+        let (stop_tx, stop_rx) = async_channel::bounded(1);
+        let thread = server::spawn(shared.clone(), listener, stop_rx)?;
+        log::info!("sim: listening on {addr}");
+        Ok(Simulator {
+            inner: Arc::new(Inner {
+                shared,
+                stop: stop_tx,
+                thread: Mutex::new(Some(thread)),
+            }),
+        })
+    }
+
+    /// Stops the simulator thread and closes every socket. Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.stop();
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared().addr
+    }
+
+    /// The configuration it runs with.
+    pub fn config(&self) -> &SimConfig {
+        &self.shared().config
+    }
+
+    /// `ws://127.0.0.1:P` (the gateway is at `/`; `wss://` with TLS).
+    pub fn gateway_url(&self) -> String {
+        self.shared().gateway_url()
+    }
+
+    /// `ws://127.0.0.1:P/resume`, the `resume_gateway_url` in READY.
+    pub fn resume_gateway_url(&self) -> String {
+        self.shared().resume_gateway_url()
+    }
+
+    /// `http://127.0.0.1:P/api/v10` (`https://` with TLS).
+    pub fn api_base(&self) -> String {
+        format!("{}/api/v10", self.shared().http_base())
+    }
+
+    /// `http://127.0.0.1:P/control`.
+    pub fn control_url(&self) -> String {
+        format!("{}/control", self.shared().http_base())
+    }
+
+    /// The identify queue stand-in (twilight-rs/gateway-queue's protocol:
+    /// `GET {url}?shard=N`).
+    pub fn identify_queue_url(&self) -> String {
+        format!("{}/queue", self.shared().http_base())
+    }
+
+    /// Applies a gateway fault to every live connection; returns how many
+    /// connections it reached.
+    pub fn fault(&self, fault: Fault) -> usize {
+        self.shared().fault(fault)
+    }
+
+    /// How identifies are paced now.
+    pub fn identify_pacing(&self) -> IdentifyPacing {
+        self.shared().lock().pacing
+    }
+
+    /// Changes identify pacing from now on (what `POST /control/identify`
+    /// does); the error names a field out of range. A new
+    /// `max_concurrency` starts every bucket afresh.
+    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), String> {
+        self.shared().set_pacing(pacing)
+    }
+
+    /// Ends every session whose client is away, as if its resume window
+    /// had passed: the next Resume of it is answered op 9 `false`, and
+    /// what is sent meanwhile reaches no session (the history only).
+    /// Returns how many sessions ended.
+    pub fn expire_sessions(&self) -> usize {
+        let ended = self.shared().lock().sessions.forget_detached();
+        log::info!("sim: {ended} detached session(s) expired");
+        ended
+    }
+
+    /// Queues a REST fault for the next matching requests.
+    pub fn rest_fault(&self, fault: RestFault) {
+        self.shared().rest_fault(fault)
+    }
+
+    /// Dispatches `event` with payload `d` to every live session that would
+    /// receive it (intents, shard), buffering it for sessions whose client
+    /// is away. Returns the sequence numbers given, one per session.
+    pub fn dispatch(&self, event: &str, d: Value) -> Vec<u64> {
+        self.shared().dispatch(event, &d)
+    }
+
+    /// A DM from a user (its DM channel is stable per user). Returns
+    /// `(message id, channel id)`.
+    pub fn send_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> (Snowflake, Snowflake) {
+        self.shared().send_dm(author_id, author_name, content)
+    }
+
+    /// A voice-note DM: flags 8192 and one `audio/ogg` attachment whose URL
+    /// serves `ogg` from the simulator.
+    pub fn send_voice_dm(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        ogg: Vec<u8>,
+        duration: Duration,
+    ) -> VoiceNote {
+        self.shared()
+            .send_voice_dm(author_id, author_name, ogg, duration)
+    }
+
+    /// A message in a guild channel; the error names an unknown channel.
+    pub fn send_guild_message(
+        &self,
+        channel_id: Snowflake,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> Result<Snowflake, String> {
+        self.shared()
+            .send_guild_message(channel_id, author_id, author_name, content)
+    }
+
+    /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.
+    pub fn add_guild(&self, guild: SimGuild) -> Vec<u64> {
+        self.shared().add_guild(guild)
+    }
+
+    /// Creates a text channel in a known guild (CHANNEL_CREATE).
+    pub fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, String> {
+        self.shared().create_channel(guild_id, name)
+    }
+
+    /// Renames a guild channel (CHANNEL_UPDATE); returns the seqs given.
+    pub fn update_channel(&self, channel_id: Snowflake, name: &str) -> Result<Vec<u64>, String> {
+        self.shared().change_channel(channel_id, Some(name))
+    }
+
+    /// Deletes a guild channel (CHANNEL_DELETE); returns the seqs given.
+    pub fn delete_channel(&self, channel_id: Snowflake) -> Result<Vec<u64>, String> {
+        self.shared().change_channel(channel_id, None)
+    }
+
+    /// The DM channel with `user_id` (created on first use).
+    pub fn dm_channel_of(&self, user_id: u64) -> Snowflake {
+        self.shared().dm_channel_of(user_id)
+    }
+
+    /// Everything measured so far.
+    pub fn stats(&self) -> SimStats {
+        let shared = self.shared();
+        shared
+            .lock()
+            .stats
+            .snapshot(shared.config.heartbeat_grace, shared.config.late_tolerance)
+    }
+
+    /// Every REST request received (the most recent 10 000).
+    pub fn rest_requests(&self) -> Vec<RestRecord> {
+        self.shared().lock().rest_log.iter().cloned().collect()
+    }
+
+    /// The bot's messages in a channel, oldest first, edits applied.
+    pub fn messages_in(&self, channel_id: Snowflake) -> Vec<BotMessage> {
+        self.shared()
+            .lock()
+            .dir
+            .history
+            .bot_messages(channel_id.get())
+    }
+
+    /// Events from now on (unbounded; drop the receiver when done).
+    pub fn subscribe(&self) -> async_channel::Receiver<SimEvent> {
+        self.shared().lock().events.subscribe()
+    }
+
+    /// The events so far (the most recent 10 000).
+    pub fn events(&self) -> Vec<SimEvent> {
+        self.shared().lock().events.history()
+    }
+
+    /// The first event matching `pred` — among those that already happened
+    /// (the most recent 10 000), else the next one to come — or `None`
+    /// after `timeout`. To wait for the *next* occurrence of something that
+    /// may already have happened, [`subscribe`](Simulator::subscribe) before
+    /// acting and use [`next_matching`].
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        mut pred: impl FnMut(&SimEvent) -> bool,
+    ) -> Option<SimEvent> {
+        let found = self.shared().lock().events.find_or_subscribe(&mut pred);
+        match found {
+            Ok(event) => Some(event),
+            Err(rx) => next_matching(&rx, timeout, pred).await,
+        }
+    }
+}
