@@ -97,7 +97,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         ("POST", "/identify") => {
             let current = shared.lock().pacing;
             let pacing = current.updated(&body(request)?).map_err(bad)?;
-            shared.set_pacing(pacing).map_err(bad)?;
+            shared.set_pacing(pacing).map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!(pacing))
         }
         ("POST", "/dm") => dm(shared, &body(request)?)?,
@@ -109,7 +109,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let content = str_field(&body, "content", "")?;
             let id = shared
                 .send_guild_message(Snowflake::new(channel), author, name, content)
-                .map_err(bad)?;
+                .map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!({"message_id": id}))
         }
         ("GET", "/stats") => {

@@ -4,6 +4,7 @@
 
 use super::config::SimGuild;
 use super::objects::{self, MessagePlace};
+use super::sim_error::SimError;
 use super::state::{ChannelInfo, Shared, StoredFile};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -120,14 +121,14 @@ impl Shared {
         author_id: u64,
         author_name: &str,
         content: &str,
-    ) -> Result<Snowflake, String> {
+    ) -> Result<Snowflake, SimError> {
         let mut state = self.lock();
         let guild_id = state
             .dir
             .channels
             .get(&channel_id.get())
             .and_then(|c| c.guild_id)
-            .ok_or_else(|| format!("channel {channel_id} is not a known guild channel"))?;
+            .ok_or(SimError::UnknownChannel(channel_id))?;
         let id = state.ids.next();
         let place = MessagePlace {
             channel_id: channel_id.get(),
@@ -156,14 +157,14 @@ impl Shared {
         &self,
         guild_id: Snowflake,
         name: &str,
-    ) -> Result<Snowflake, String> {
+    ) -> Result<Snowflake, SimError> {
         let mut state = self.lock();
         let guild = state
             .dir
             .guilds
             .iter_mut()
             .find(|g| g.id == guild_id)
-            .ok_or_else(|| format!("guild {guild_id} is not known"))?;
+            .ok_or(SimError::UnknownGuild(guild_id))?;
         let position = guild.channels.len();
         let id = Snowflake::new(state.ids.next());
         if let Some(guild) = state.dir.guilds.iter_mut().find(|g| g.id == guild_id) {
@@ -198,7 +199,7 @@ impl Shared {
             .get(&channel_id.get())
             .cloned()
             .filter(|c| c.guild_id.is_some())
-            .ok_or_else(|| format!("channel {channel_id} is not a known guild channel"))?;
+            .ok_or_else(|| SimError::UnknownChannel(channel_id).to_string())?;
         let guild_id = info.guild_id.unwrap_or_default();
         let guild = state.dir.guilds.iter_mut().find(|g| g.id.get() == guild_id);
         let position = guild

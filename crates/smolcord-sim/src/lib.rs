@@ -149,7 +149,7 @@
 //!   messages there ([`BotMessage`]).
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
-#![warn(missing_docs)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 mod bot_token;
 mod clock;
@@ -176,6 +176,7 @@ mod replies;
 mod rest;
 mod server;
 mod session;
+mod sim_error;
 mod state;
 mod stats;
 mod tls;
@@ -191,6 +192,7 @@ pub use members::MAX_GUILD_MEMBERS;
 pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
+pub use sim_error::SimError;
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use tls::SimTls;
 pub use zlib::SYNC_FLUSH_SUFFIX;
@@ -209,6 +211,14 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct Simulator {
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("gateway_url", &self.gateway_url())
+            .finish_non_exhaustive()
+    }
 }
 
 struct Inner {
@@ -334,7 +344,7 @@ impl Simulator {
     /// Changes identify pacing from now on (what `POST /control/identify`
     /// does); the error names a field out of range. A new
     /// `max_concurrency` starts every bucket afresh.
-    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), String> {
+    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), SimError> {
         self.shared().set_pacing(pacing)
     }
 
@@ -391,7 +401,7 @@ impl Simulator {
         author_id: u64,
         author_name: &str,
         content: &str,
-    ) -> Result<Snowflake, String> {
+    ) -> Result<Snowflake, SimError> {
         self.shared()
             .send_guild_message(channel_id, author_id, author_name, content)
     }
@@ -402,7 +412,7 @@ impl Simulator {
     }
 
     /// Creates a text channel in a known guild (CHANNEL_CREATE).
-    pub fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, String> {
+    pub fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, SimError> {
         self.shared().create_channel(guild_id, name)
     }
 

@@ -32,7 +32,7 @@
 //!
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
-#![warn(missing_docs)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 // The gateway library.
 pub mod heartbeat;
