@@ -264,3 +264,77 @@ fn a_message_older_than_the_age_bound_gets_the_notice_instead_of_an_answer() {
         assert_eq!(line_count(&calls), 1, "the stale message reached the agent");
     });
 }
+
+/// The bridge answered "hello" in ALICE's channel, then stopped; its
+/// session expired and `gap` DMs were sent meanwhile. Returns the channel.
+async fn answered_then_gap(
+    rig: &Rig,
+    ex: &std::rc::Rc<smol::LocalExecutor<'static>>,
+    config: smolcord_app::config::Config,
+    gap: &[&str],
+) -> Snowflake {
+    let first = rig.start(ex, config, tunables()).await;
+    rig.session_ready(T).await;
+    let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+    processed(rig, dm, hello).await;
+    first.stop().await;
+    let_the_session_expire().await;
+    for text in gap {
+        rig.sim.send_dm(ALICE, "alice", text);
+    }
+    dm
+}
+
+/// GETs of `channel`'s history the simulator answered with `status`.
+fn history_answers(rig: &Rig, channel: Snowflake, status: u16) -> usize {
+    let path = format!("/api/v10/channels/{channel}/messages");
+    rig.sim
+        .rest_requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path == path && r.status == status)
+        .count()
+}
+
+#[test]
+fn a_history_read_that_fails_holds_the_channel_until_it_is_read_and_loses_nothing() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let dm = answered_then_gap(&rig, &ex, config.clone(), &["gap 1", "gap 2"]).await;
+
+        // Every try of the REST client's first read fails (three 500s).
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::ServerError(500),
+                count: 3,
+                path_prefix: None,
+            }
+            .on(&format!("/api/v10/channels/{dm}/messages")),
+        );
+        let mut tunables = tunables();
+        tunables.readback.retry_first = Duration::from_secs(2);
+        let second = rig.start(&ex, config, tunables).await;
+        wait_until("the failed history read", T, || {
+            (history_answers(&rig, dm, 500) >= 3).then_some(())
+        })
+        .await;
+        // Before the read is tried again: a live DM must not pass the gap.
+        let (live, _) = rig.sim.send_dm(ALICE, "alice", "live");
+        let sent = rig.messages(dm, 4, T).await;
+        assert_eq!(
+            replies(&sent),
+            [
+                on_time("re: hello"),
+                late("re: gap 1"),
+                late("re: gap 2"),
+                on_time("re: live")
+            ]
+        );
+        processed(&rig, dm, live).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 4, "answered twice");
+        assert_eq!(line_count(&calls), 4);
+    });
+}

@@ -42,7 +42,7 @@
 use crate::bridge::access::restart::PROCESSED_CHANNELS;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::jobs::backlog::{
-    self, snowflake_at, snowflake_unix_ms, Findings, Skipped, Tally, PAGE,
+    self, snowflake_at, snowflake_unix_ms, Findings, Skipped, Tally, Unread, PAGE,
 };
 use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::work::worker;
@@ -50,9 +50,11 @@ use crate::status::now_unix_ms;
 use smol::channel::Sender;
 use smolcord::protocol::{Message, Snowflake};
 use smolcord::rest::RestError;
+use smolcord::rt::Timer;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// The dispatch loop's part: the read-back in progress and what earlier
 /// ones learnt.
@@ -259,105 +261,217 @@ impl Readback {
     }
 }
 
-/// The task: finds the answered users' DM channels, then reads every gated
-/// channel in turn and opens its gate with what it found.
-async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known, began_ms: u64) {
-    let mut read_all = true;
-    loop {
-        if run.stopped(ctx) {
-            read_all = false;
-            break;
-        }
-        let Some(user) = run.unresolved.borrow().first().copied() else {
-            break;
-        };
-        let opened = ctx.rest.create_dm(&user.to_string()).await;
-        let permanent = opened.as_ref().err().is_some_and(RestError::is_permanent);
-        let channel = opened
-            .map_err(|e| e.to_string())
-            .and_then(|c| c.id.parse::<Snowflake>().map_err(|e| e.to_string()));
-        // Taken off only now: until here a DM the session dispatched from
-        // this user gated its channel itself (`before_message`).
-        let still = {
-            let mut unresolved = run.unresolved.borrow_mut();
-            let pos = unresolved.iter().position(|u| *u == user);
-            pos.map(|pos| unresolved.remove(pos)).is_some()
-        };
-        match channel {
-            Ok(channel) if still => {
-                known.dm_of_user.borrow_mut().insert(user, channel);
-                run.gate(ctx, channel, true);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                log::warn!("read-back: opening the DM channel of user {user}: {e}");
-                read_all &= permanent;
-            }
+/// A channel or user that failed, and when to try it again.
+#[derive(Clone, Copy)]
+struct Backoff {
+    at: Instant,
+    delay: Duration,
+}
+
+impl Backoff {
+    /// After another failure at `now` (the first waits `first`).
+    fn failed(previous: Option<Backoff>, now: Instant, first: Duration, max: Duration) -> Backoff {
+        let delay = previous.map_or(first, |b| (b.delay * 2).min(max));
+        Backoff {
+            at: now + delay,
+            delay,
         }
     }
-    // A refusal that another try would get too (no access, an unknown
-    // channel) leaves nothing to read: it does not keep the read-back due.
-    let retry = |e: &RestError| {
+}
+
+/// Whether a failed read leaves the channel with nothing to read ever: no
+/// access, an unknown channel. Anything else (5xx, 429s past the budget, a
+/// timeout, a body that does not decode) may pass, and the gap it hides is
+/// kept held until it does or ages out.
+fn unreadable_for_good(e: &RestError) -> bool {
+    matches!(
+        e,
+        RestError::Http {
+            status: 403 | 404,
+            ..
+        }
+    )
+}
+
+/// The task: finds the answered users' DM channels, then reads every gated
+/// channel in turn and opens its gate with what it found. A channel (or a
+/// user's DM channel) that fails is tried again with a backoff
+/// ([`ReadbackBounds::retry_first`](crate::bridge::jobs::backlog::ReadbackBounds))
+/// while the others go on; its gate stays closed until it is read, or the
+/// gap has aged out (`max_age` after the session began: the user gets the
+/// unread notice). A gate never opens empty on a failure.
+async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known, began_ms: u64) {
+    let bounds = ctx.tunables.readback;
+    // After this, every message of the gap is past the age bound.
+    let aged_out_at = Instant::now() + bounds.max_age;
+    let now_ms = now_unix_ms().max(began_ms);
+    let mut budget = bounds.total;
+    let mut read_all = true;
+    let mut backoff: HashMap<Snowflake, Backoff> = HashMap::new();
+    // Channels whose read failed, waiting for their next try.
+    let mut waiting: Vec<Pending> = Vec::new();
+    let report = |e: &RestError| {
         log::warn!("read-back: {e}");
         ctx.reporter
             .rest_failure(crate::recorder::FailureKind::Rest, e);
-        !e.is_permanent()
     };
-    let now_ms = now_unix_ms().max(began_ms);
-    let mut budget = ctx.tunables.readback.total;
     loop {
         if run.stopped(ctx) {
             read_all = false;
             break;
         }
-        let Some(pending) = run.todo.borrow_mut().pop_front() else {
-            break;
-        };
-        let channel = pending.channel;
-        if !pending.known_dm {
-            match ctx.rest.get_channel(&channel.to_string()).await {
-                Ok(found) if found.kind == 1 => {}
-                Ok(_) => {
-                    let mut not_dm = known.not_dm.borrow_mut();
-                    if not_dm.len() >= PROCESSED_CHANNELS {
-                        not_dm.clear();
+        let now = Instant::now();
+        let due = |id: &Snowflake| backoff.get(id).is_none_or(|b| b.at <= now);
+        let user = run.unresolved.borrow().iter().copied().find(|u| due(u));
+        if let Some(user) = user {
+            let opened = ctx.rest.create_dm(&user.to_string()).await;
+            let channel = opened.and_then(|c| {
+                c.id.parse::<Snowflake>().map_err(|e| RestError::Decode {
+                    route: "POST /users/@me/channels".into(),
+                    detail: e.to_string(),
+                })
+            });
+            // Taken off only now: until here a DM the session dispatched
+            // from this user gated its channel itself (`before_message`).
+            let take = |run: &Run| {
+                let mut unresolved = run.unresolved.borrow_mut();
+                let pos = unresolved.iter().position(|u| *u == user);
+                pos.map(|pos| unresolved.remove(pos)).is_some()
+            };
+            match channel {
+                Ok(channel) => {
+                    if take(run) {
+                        known.dm_of_user.borrow_mut().insert(user, channel);
+                        run.gate(ctx, channel, true);
                     }
-                    not_dm.insert(channel);
-                    continue;
+                }
+                Err(e) if e.is_permanent() || Instant::now() >= aged_out_at => {
+                    log::warn!("read-back: opening the DM channel of user {user}: {e}; not read");
+                    take(run);
+                    read_all &= e.is_permanent();
                 }
                 Err(e) => {
-                    if retry(&e) {
-                        read_all = false;
-                    }
+                    log::warn!(
+                        "read-back: opening the DM channel of user {user}: {e}; tried again later"
+                    );
+                    let next = Backoff::failed(
+                        backoff.get(&user).copied(),
+                        Instant::now(),
+                        bounds.retry_first,
+                        bounds.retry_max,
+                    );
+                    backoff.insert(user, next);
+                }
+            }
+            continue;
+        }
+        let next = run.todo.borrow_mut().pop_front().or_else(|| {
+            let at = waiting.iter().position(|p| due(&p.channel))?;
+            Some(waiting.swap_remove(at))
+        });
+        let Some(pending) = next else {
+            // Nothing due: done, or wait for the next try (in slices, so a
+            // stop is noticed).
+            let next_try = run
+                .unresolved
+                .borrow()
+                .iter()
+                .chain(waiting.iter().map(|p| &p.channel))
+                .filter_map(|id| backoff.get(id).map(|b| b.at))
+                .min();
+            match next_try {
+                None => break,
+                Some(at) => {
+                    Timer::at(at.min(now + STOP_CHECK)).await;
                     continue;
                 }
             }
-        }
-        Tally::add(&tally.channels, 1);
-        match read_channel(ctx, channel, now_ms, began_ms, &mut budget).await {
+        };
+        let channel = pending.channel;
+        let result = match pending.known_dm {
+            true => Ok(true),
+            false => match ctx.rest.get_channel(&channel.to_string()).await {
+                Ok(found) => Ok(found.kind == 1),
+                Err(e) => Err(e),
+            },
+        };
+        let result = match result {
+            Ok(false) => {
+                let mut not_dm = known.not_dm.borrow_mut();
+                if not_dm.len() >= PROCESSED_CHANNELS {
+                    not_dm.clear();
+                }
+                not_dm.insert(channel);
+                continue;
+            }
+            Ok(true) => read_channel(ctx, channel, now_ms, began_ms, &mut budget).await,
+            Err(e) => Err(e),
+        };
+        match result {
             Ok((skipped, messages)) => {
+                Tally::add(&tally.channels, 1);
                 Tally::add(&tally.found, messages.len());
                 if let Some(skipped) = &skipped {
                     Tally::add(&tally.skipped, skipped.count);
                 }
                 if skipped.is_some() || !messages.is_empty() {
-                    Tally::add(&tally.unfinished, 1);
                     let findings = Findings {
                         skipped,
+                        unread: None,
                         messages,
                         session_began_unix_ms: began_ms,
                         tally: tally.clone(),
                     };
-                    if pending.open.try_send(findings).is_err() {
-                        // The gate is gone (shutting down): not handled.
-                        read_all = false;
-                    }
+                    read_all &= open_gate(&tally, &pending, findings);
                 }
             }
+            Err(e) if unreadable_for_good(&e) => {
+                // Nothing there can be read, nor answered: the gate opens
+                // empty, and the read-back is not kept due for it.
+                report(&e);
+            }
+            Err(e) if Instant::now() >= aged_out_at => {
+                report(&e);
+                log::warn!(
+                    "read-back: channel {channel} could not be read before its gap aged out; its user is told"
+                );
+                let mark = ctx.runtime.borrow().processed.get(&channel).copied();
+                let since_unix_ms = mark.map_or(
+                    began_ms.saturating_sub(bounds.max_age.as_millis() as u64),
+                    snowflake_unix_ms,
+                );
+                let user = known
+                    .dm_of_user
+                    .borrow()
+                    .iter()
+                    .find(|(_, c)| **c == channel)
+                    .map(|(u, _)| *u);
+                let findings = Findings {
+                    skipped: None,
+                    unread: Some(Unread {
+                        since_unix_ms,
+                        user,
+                    }),
+                    messages: Vec::new(),
+                    session_began_unix_ms: began_ms,
+                    tally: tally.clone(),
+                };
+                read_all &= open_gate(&tally, &pending, findings);
+            }
             Err(e) => {
-                if retry(&e) {
-                    read_all = false;
-                }
+                report(&e);
+                let next = Backoff::failed(
+                    backoff.get(&channel).copied(),
+                    Instant::now(),
+                    bounds.retry_first,
+                    bounds.retry_max,
+                );
+                log::info!(
+                    "read-back: channel {channel} stays held; read again in {:.0} s",
+                    next.delay.as_secs_f64()
+                );
+                backoff.insert(channel, next);
+                waiting.push(pending);
             }
         }
         futures_lite::future::yield_now().await;
@@ -365,6 +479,23 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
     run.finished.set(true);
     run.todo.borrow_mut().clear();
     tally.read_all.set(read_all);
+}
+
+/// How long the read-back sleeps at most while waiting for a retry, so a
+/// stop is noticed (only while a channel is failing).
+const STOP_CHECK: Duration = Duration::from_secs(1);
+
+/// Sends `findings` through `pending`'s gate; false if the gate is gone
+/// (shutting down: not handled).
+fn open_gate(tally: &Tally, pending: &Pending, findings: Findings) -> bool {
+    Tally::add(&tally.unfinished, 1);
+    if pending.open.try_send(findings).is_err() {
+        tally
+            .unfinished
+            .set(tally.unfinished.get().saturating_sub(1));
+        return false;
+    }
+    true
 }
 
 /// What one channel's history holds past its mark: the messages to answer
@@ -388,20 +519,30 @@ async fn read_channel(
     let mut skipped: Option<Skipped> = None;
     let channel_id = channel.to_string();
     let mut pages = 0;
-    let mut jumped = false;
+    let mut jumped;
+    // Halved while a page is over the REST client's answer cap (long
+    // messages, embeds): the same messages, read in smaller pages.
+    let mut limit = PAGE;
     loop {
-        let mut page = if pages < bounds.pages_per_channel {
-            ctx.rest
-                .channel_messages(&channel_id, Some(cursor), PAGE)
-                .await?
-        } else {
-            // Past the page bound: the newest page, the rest unread.
-            jumped = true;
-            ctx.rest.channel_messages(&channel_id, None, PAGE).await?
+        // The page bound counts messages asked for, so smaller pages
+        // cover as much.
+        let after = (pages < bounds.pages_per_channel * usize::from(PAGE)).then_some(cursor);
+        let read = ctx.rest.channel_messages(&channel_id, after, limit).await;
+        let mut page = match read {
+            Err(RestError::TooLarge { .. }) if limit > 1 => {
+                limit /= 2;
+                log::info!(
+                    "read-back: a page of channel {channel} is over the answer cap; reading {limit} messages a page"
+                );
+                continue;
+            }
+            read => read?,
         };
-        pages += 1;
+        // Past the page bound: the newest page, the rest unread.
+        jumped = after.is_none();
+        pages += usize::from(limit);
         let unread_from = cursor;
-        let full = page.len() >= usize::from(PAGE);
+        let full = page.len() >= usize::from(limit);
         page.sort_unstable_by_key(|m| m.id);
         let skipped_before = jumped && page.first().is_some_and(|m| m.id > cursor);
         let mut reached_the_session = false;

@@ -34,6 +34,9 @@ pub(crate) enum Notice {
     /// Messages up to this one, sent in a gap, were not answered (the
     /// read-back's bounds).
     Skipped,
+    /// The history of the channel (this id) could not be read back at
+    /// all before its gap aged out.
+    Unread,
 }
 
 /// Part `part` of the reply to `message`.
@@ -58,6 +61,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::Transcription(n) => format!("t{message}.{n}"),
         Notice::Undelivered => format!("u{message}"),
         Notice::Skipped => format!("g{message}"),
+        Notice::Unread => format!("h{message}"),
     };
     derived(text)
 }
