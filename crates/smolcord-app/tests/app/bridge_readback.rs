@@ -338,3 +338,45 @@ fn a_history_read_that_fails_holds_the_channel_until_it_is_read_and_loses_nothin
         assert_eq!(line_count(&calls), 4);
     });
 }
+
+#[test]
+fn forty_allowed_users_past_the_channel_bound_are_all_read_back_and_their_dms_opened_once() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(90), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let users: Vec<u64> = (0..40).map(|n| 1_300_000_000_000_000_000 + n).collect();
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.allowed_user_ids = users.iter().map(u64::to_string).collect();
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let last = rig.sim.dm_channel_of(*users.last().unwrap());
+        rig.history_read(last, T).await;
+        first.stop().await;
+        let mut sent = Vec::new();
+        for (n, user) in users.iter().enumerate() {
+            sent.push(rig.sim.send_dm(*user, "user", &format!("gap {n}")));
+        }
+        // Also past the margin that tells a late message from the session's.
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        for (n, (message, dm)) in sent.iter().enumerate() {
+            let replies = replies(&rig.messages(*dm, 1, T).await);
+            assert_eq!(replies, [late(&format!("re: gap {n}"))], "user {n}");
+            processed(&rig, *dm, *message).await;
+        }
+        second.stop().await;
+        let opened = rig
+            .sim
+            .rest_requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/api/v10/users/@me/channels")
+            .count();
+        // The owner and the 40, once each over both sessions.
+        assert!(opened <= 41, "DM channels opened {opened} times");
+        for (n, (_, dm)) in sent.iter().enumerate() {
+            assert_eq!(rig.sim.messages_in(*dm).len(), 1, "user {n} answered twice");
+        }
+    });
+}

@@ -68,8 +68,6 @@ pub(crate) struct Readback {
 /// What read-backs learn and keep for the process's life.
 #[derive(Default)]
 struct Known {
-    /// Answered users' DM channels (bounded by the users answered).
-    dm_of_user: RefCell<HashMap<Snowflake, Snowflake>>,
     /// Marked channels that are no DM (not read back); at most
     /// [`PROCESSED_CHANNELS`], forgotten all at once past it.
     not_dm: RefCell<HashSet<Snowflake>>,
@@ -84,8 +82,10 @@ struct Run {
     todo: RefCell<VecDeque<Pending>>,
     /// Answered users whose DM channel is not known yet.
     unresolved: RefCell<Vec<Snowflake>>,
-    /// Channels gated in this run (at most `channels`).
+    /// Channels gated in this run.
     gated: RefCell<HashSet<Snowflake>>,
+    /// Of them, channels of no answered user (at most `channels`).
+    others: Cell<usize>,
 }
 
 struct Pending {
@@ -96,19 +96,21 @@ struct Pending {
 }
 
 impl Run {
-    /// Gates `channel` (once per run, within the bound): its queue holds
-    /// everything after this until the read-back opens the gate.
-    fn gate(&self, ctx: &Rc<Ctx>, channel: Snowflake, known_dm: bool) {
+    /// Gates `channel` (once per run): its queue holds everything after
+    /// this until the read-back opens the gate. An answered user's channel
+    /// is always gated; others (strangers', whom the bridge answers at
+    /// most with a pairing code and never tells about a gap) within the
+    /// bound of channels, the newest marks first (the rest are logged).
+    fn gate(&self, ctx: &Rc<Ctx>, channel: Snowflake, known_dm: bool) -> bool {
         let mut gated = self.gated.borrow_mut();
         if gated.contains(&channel) {
-            return;
+            return true;
         }
-        if gated.len() >= ctx.tunables.readback.channels {
-            log::debug!(
-                "read-back: channel {channel} not read (bound of {} channels)",
-                gated.len()
-            );
-            return;
+        if !known_dm && self.others.get() >= ctx.tunables.readback.channels {
+            return false;
+        }
+        if !known_dm {
+            self.others.set(self.others.get() + 1);
         }
         gated.insert(channel);
         let (open, gate) = backlog::gate();
@@ -128,6 +130,7 @@ impl Run {
             open,
             known_dm,
         });
+        true
     }
 
     fn stopped(&self, ctx: &Ctx) -> bool {
@@ -170,20 +173,31 @@ impl Readback {
             todo: RefCell::default(),
             unresolved: RefCell::default(),
             gated: RefCell::default(),
+            others: Cell::new(0),
         });
         for pending in carried {
             run.gated.borrow_mut().insert(pending.channel);
             run.todo.borrow_mut().push_back(pending);
         }
-        // The owner first, then the allowed users, then the channels with
-        // the newest marks.
+        // The owner first, then the allowed users (always), then the
+        // channels with the newest marks (within the bound).
         let mut users = ctx.access.borrow().answered_users();
         let mut seen = HashSet::new();
         users.retain(|user| seen.insert(*user));
+        {
+            let mut runtime = ctx.runtime.borrow_mut();
+            if runtime.keep_dms_of(&users) {
+                ctx.runtime_writer.set(&*runtime);
+            }
+        }
+        let mut answered_dms = HashSet::new();
         for user in users {
-            let known = self.known.dm_of_user.borrow().get(&user).copied();
+            let known = ctx.runtime.borrow().dm_channels.get(&user).copied();
             match known {
-                Some(channel) => run.gate(ctx, channel, true),
+                Some(channel) => {
+                    answered_dms.insert(channel);
+                    run.gate(ctx, channel, true);
+                }
                 None => run.unresolved.borrow_mut().push(user),
             }
         }
@@ -192,22 +206,23 @@ impl Readback {
             .borrow()
             .processed
             .iter()
+            .filter(|(channel, _)| !answered_dms.contains(*channel))
             .map(|(channel, last)| (*last, *channel))
             .collect();
         marked.sort_unstable_by(|a, b| b.cmp(a));
-        // Room is kept for the users whose channel is not known yet.
-        let room = ctx
-            .tunables
-            .readback
-            .channels
-            .saturating_sub(run.unresolved.borrow().len());
+        let mut left_out = 0;
         for (_, channel) in marked {
-            if run.gated.borrow().len() >= room {
-                break;
+            if !self.known.not_dm.borrow().contains(&channel) && !run.gate(ctx, channel, false) {
+                left_out += 1;
             }
-            if !self.known.not_dm.borrow().contains(&channel) {
-                run.gate(ctx, channel, false);
-            }
+        }
+        if left_out > 0 {
+            // Strangers' channels (the answered users' are all read): a
+            // stranger gets no notice of a gap, by the pairing rules.
+            log::info!(
+                "read-back: {left_out} other marked channel(s) not read (bound of {} channels besides the answered users')",
+                ctx.tunables.readback.channels
+            );
         }
         // Only the newest read-back may take `readback_due` off.
         let (weak, newest) = (Rc::downgrade(ctx), self.generation.clone());
@@ -252,10 +267,7 @@ impl Readback {
         let pos = run.unresolved.borrow().iter().position(|u| *u == author);
         if let Some(pos) = pos {
             run.unresolved.borrow_mut().remove(pos);
-            self.known
-                .dm_of_user
-                .borrow_mut()
-                .insert(author, message.channel_id);
+            ctx.remember_dm(author, message.channel_id);
             run.gate(ctx, message.channel_id, true);
         }
     }
@@ -341,7 +353,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             match channel {
                 Ok(channel) => {
                     if take(run) {
-                        known.dm_of_user.borrow_mut().insert(user, channel);
+                        ctx.remember_dm(user, channel);
                         run.gate(ctx, channel, true);
                     }
                 }
@@ -440,9 +452,10 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                     began_ms.saturating_sub(bounds.max_age.as_millis() as u64),
                     snowflake_unix_ms,
                 );
-                let user = known
-                    .dm_of_user
+                let user = ctx
+                    .runtime
                     .borrow()
+                    .dm_channels
                     .iter()
                     .find(|(_, c)| **c == channel)
                     .map(|(u, _)| *u);
