@@ -75,7 +75,7 @@
 //! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
 //! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
 //! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
-//! 10008 Unknown Message).
+//! 10008 Unknown Message). A history page carries no message's `nonce`.
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
@@ -112,6 +112,7 @@
 //! | message `flags` on create: only SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, IS_COMPONENTS_V2 | 400 50035 on `flags` for any other bit (`flags: 2`) | the documented settable set |
 //! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
 //! | only the author edits a message's content | 403 50005 | documented error code |
+//! | a message's `nonce` in `GET /channels/{id}/messages` | left out | the docs list `nonce` on the message object without saying where it comes back; Discord returns it in the create answer and the MESSAGE_CREATE event only (a client building a ledger on nonces read back would pass here and fail there) |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //!
 //! # Control API
