@@ -78,6 +78,12 @@ pub(crate) fn result_undelivered(print: u64) -> Nonce {
     derived(format!("n{print:016x}"))
 }
 
+/// The notice that the spool result file with [`fingerprint`] `print`
+/// (of its name) could not be used.
+pub(crate) fn result_unusable(print: u64) -> Nonce {
+    derived(format!("m{print:016x}"))
+}
+
 /// A stable 64-bit fingerprint (FNV-1a) of `fields`, each ended by a zero
 /// byte so that ("ab", "c") and ("a", "bc") differ. Stable across builds
 /// and versions (unlike `std`'s hasher): it names things on disk and in
