@@ -98,6 +98,7 @@
 //! | presence `status` one of online, dnd, idle, invisible, offline (Identify, op 3) | close 4001 (`"banana"`) | the documented set |
 //! | activity `type` 0–5 | close 4001 (42) | the documented types; a new type needs a simulator update |
 //! | presence `since`: Unix ms or null | anything else is read as null | Discord takes serenity's serialized `SystemTime` |
+//! | Identify `compress`: a boolean | a string (Oceanic.js 1.15 sends `"zlib-stream"`) is read as `false`, with a warning; any other type closes 4001 | Oceanic has shipped it for a year and works against Discord, so Discord takes it; `false` because the client asks for its compression in the URL, and per-payload compression on top would break it |
 //! | Identify `properties` with `os`, `browser`, `device` | `{}` and the old `$os` names accepted (missing read as `""`) | Discord takes both |
 //! | `v` in the gateway URL | none: served as v10, a warning, `Totals::connections_without_version` | Discord serves its default (v6) rather than refusing; the simulator has no v6 |
 //! | a heartbeat's `d` is the last seq received | a seq beyond what the session sent is ACKed, warned about and counted (`Totals::heartbeats_with_unsent_seq`) | no refusal documented (4007 is for Resume); an older seq before a Resume is normal |
