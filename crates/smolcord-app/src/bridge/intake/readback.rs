@@ -48,7 +48,7 @@ use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::work::worker;
 use crate::status::now_unix_ms;
 use smol::channel::Sender;
-use smolcord::protocol::{Message, Snowflake};
+use smolcord::protocol::{ChannelType, Message, Snowflake};
 use smolcord::rest::RestError;
 use smolcord::rt::Timer;
 use std::cell::{Cell, RefCell};
@@ -336,13 +336,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
         let due = |id: &Snowflake| backoff.get(id).is_none_or(|b| b.at <= now);
         let user = run.unresolved.borrow().iter().copied().find(|u| due(u));
         if let Some(user) = user {
-            let opened = ctx.rest.create_dm(&user.to_string()).await;
-            let channel = opened.and_then(|c| {
-                c.id.parse::<Snowflake>().map_err(|e| RestError::Decode {
-                    route: "POST /users/@me/channels".into(),
-                    detail: e.to_string(),
-                })
-            });
+            let channel = ctx.rest.create_dm(user).await.map(|c| c.id);
             // Taken off only now: until here a DM the session dispatched
             // from this user gated its channel itself (`before_message`).
             let take = |run: &Run| {
@@ -402,8 +396,8 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
         let channel = pending.channel;
         let result = match pending.known_dm {
             true => Ok(true),
-            false => match ctx.rest.get_channel(&channel.to_string()).await {
-                Ok(found) => Ok(found.kind == 1),
+            false => match ctx.rest.get_channel(channel).await {
+                Ok(found) => Ok(found.kind == ChannelType::DM),
                 Err(e) => Err(e),
             },
         };
@@ -530,7 +524,6 @@ async fn read_channel(
     let mut cursor = mark.unwrap_or_else(|| snowflake_at(oldest_ms));
     let mut kept: VecDeque<Message> = VecDeque::new();
     let mut skipped: Option<Skipped> = None;
-    let channel_id = channel.to_string();
     let mut pages = 0;
     let mut jumped;
     // Halved while a page is over the REST client's answer cap (long
@@ -540,7 +533,7 @@ async fn read_channel(
         // The page bound counts messages asked for, so smaller pages
         // cover as much.
         let after = (pages < bounds.pages_per_channel * usize::from(PAGE)).then_some(cursor);
-        let read = ctx.rest.channel_messages(&channel_id, after, limit).await;
+        let read = ctx.rest.channel_messages(channel, after, limit).await;
         let mut page = match read {
             Err(RestError::TooLarge { .. }) if limit > 1 => {
                 limit /= 2;

@@ -300,11 +300,10 @@ async fn owner_dm(ctx: &Ctx) -> Option<Snowflake> {
     if known.is_some() {
         return known;
     }
-    match ctx.rest.create_dm(&owner.to_string()).await {
+    match ctx.rest.create_dm(owner).await {
         Ok(channel) => {
-            let channel = channel.id.parse::<Snowflake>().ok()?;
-            ctx.remember_dm(owner, channel);
-            Some(channel)
+            ctx.remember_dm(owner, channel.id);
+            Some(channel.id)
         }
         Err(e) => {
             log::warn!("opening the owner's DM channel: {e}");
