@@ -380,3 +380,47 @@ fn forty_allowed_users_past_the_channel_bound_are_all_read_back_and_their_dms_op
         }
     });
 }
+#[test]
+fn a_history_page_over_the_answer_cap_is_read_in_smaller_pages() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        // Answers "re: " and the first word (the gap's are long).
+        config.agent_cmd = Some(sh(&format!(
+            r#"tee -a '{}' | sed -n 's/.*"content":"\([a-z]*[0-9]*\)[ "].*/re: \1/p'"#,
+            calls.display()
+        )));
+        // 50 messages of 22 kB: one page of 50 is over the REST client's
+        // 1 MiB answer cap.
+        let pad = "x".repeat(22_000);
+        let gap: Vec<String> = (0..50).map(|n| format!("gap{n} {pad}")).collect();
+        let gap: Vec<&str> = gap.iter().map(String::as_str).collect();
+        let dm = answered_then_gap(&rig, &ex, config.clone(), &gap).await;
+        let mut tunables = tunables();
+        // Only the newest two are answered: the rest get the notice.
+        tunables.readback.per_channel = 2;
+        let second = rig.start(&ex, config, tunables).await;
+        let notice = rig.message_containing(dm, "went unanswered", T).await;
+        assert!(
+            notice.content.contains("48 messages (from "),
+            "{}",
+            notice.content
+        );
+        let sent = rig.messages(dm, 4, T).await;
+        let texts: Vec<String> = replies(&sent)
+            .into_iter()
+            .map(|(late, text)| {
+                format!(
+                    "{late} {}",
+                    text.split(' ').take(2).collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect();
+        assert_eq!(texts[0], "false re: hello");
+        assert!(texts.contains(&"true re: gap48".to_owned()), "{texts:?}");
+        assert!(texts.contains(&"true re: gap49".to_owned()), "{texts:?}");
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 4, "answered twice");
+    });
+}

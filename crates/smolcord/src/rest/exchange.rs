@@ -206,6 +206,13 @@ pub(crate) fn from_ureq(route: &str, token: Option<&Token>, e: ureq::Error) -> R
         ureq::Error::Io(io) if is_timeout_kind(io.kind()) => RestError::Timeout {
             route: route.to_owned(),
         },
+        // An answer over the cap is no transport failure: the same request
+        // gets the same answer (a caller may ask for less, e.g. a smaller
+        // history page).
+        ureq::Error::BodyExceedsLimit(_) => RestError::TooLarge {
+            route: route.to_owned(),
+            limit: MAX_API_BODY,
+        },
         other => RestError::Transport {
             route: route.to_owned(),
             detail: redact(token, &other.to_string()),
