@@ -61,7 +61,9 @@
 //!
 //! # REST behaviour
 //!
-//! Every answer under `/api/` carries `Via: 1.1 google` and per-route
+//! Every answer under `/api/` carries `Date` (on [`SimConfig::clock_ahead`]
+//! of the host's clock, as the snowflakes are: a host clock behind
+//! Discord's), `Via: 1.1 google` and per-route
 //! bucket headers that count down per major parameter (channel, guild,
 //! webhook); 429s come in Discord's three scopes with its headers and body
 //! (the table in `ratelimit_headers.rs`). Limits are enforced only with

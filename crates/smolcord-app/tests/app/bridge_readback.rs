@@ -424,3 +424,39 @@ fn a_history_page_over_the_answer_cap_is_read_in_smaller_pages() {
         assert_eq!(rig.sim.messages_in(dm).len(), 4, "answered twice");
     });
 }
+
+#[test]
+fn a_host_clock_behind_discords_loses_nothing_in_the_gap() {
+    // Discord's clock (the simulator's snowflakes and Date) 120 s ahead.
+    let rig = Rig::with_sim(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        resume_window: Duration::from_millis(300),
+        nonce_window: Duration::ZERO,
+        clock_ahead: Duration::from_secs(120),
+        ..SimConfig::default()
+    });
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+        processed(&rig, dm, hello).await;
+        first.stop().await;
+        rig.sim.send_dm(ALICE, "alice", "gap 1");
+        let (last, _) = rig.sim.send_dm(ALICE, "alice", "gap 2");
+        // Past the session's expiry, and clear of the Date header's second.
+        async_io::Timer::after(Duration::from_millis(1500)).await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let sent = rig.messages(dm, 3, T).await;
+        assert_eq!(
+            replies(&sent),
+            [on_time("re: hello"), late("re: gap 1"), late("re: gap 2")]
+        );
+        processed(&rig, dm, last).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 3, "answered twice");
+    });
+}

@@ -54,6 +54,9 @@ pub(crate) struct Reply {
     pub headers: RateHeaders,
     pub body: Vec<u8>,
     pub received: Instant,
+    /// The `Date` header (Discord's clock), and the host's wall clock
+    /// when the answer came.
+    pub date: Option<(String, std::time::SystemTime)>,
 }
 
 fn build<'a>(
@@ -94,6 +97,7 @@ pub(crate) fn exchange(agent: &Agent, out: Outgoing, route: &str) -> Result<Repl
     let token = out.token.as_ref();
     let mut response = agent.run(request).map_err(|e| from_ureq(route, token, e))?;
     let received = Instant::now();
+    let date = header(response.headers(), "date").map(|d| (d, std::time::SystemTime::now()));
     let status = response.status().as_u16();
     let headers = RateHeaders::parse(|name| header(response.headers(), name));
     let body = response
@@ -107,6 +111,7 @@ pub(crate) fn exchange(agent: &Agent, out: Outgoing, route: &str) -> Result<Repl
         headers,
         body,
         received,
+        date,
     })
 }
 

@@ -425,7 +425,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                         skipped,
                         unread: None,
                         messages,
-                        session_began_unix_ms: began_ms,
+                        session_began_unix_ms: discord_ms(ctx, began_ms),
                         tally: tally.clone(),
                     };
                     read_all &= open_gate(&tally, &pending, findings);
@@ -443,7 +443,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                 );
                 let mark = ctx.runtime.borrow().processed.get(&channel).copied();
                 let since_unix_ms = mark.map_or(
-                    began_ms.saturating_sub(bounds.max_age.as_millis() as u64),
+                    discord_ms(ctx, began_ms).saturating_sub(bounds.max_age.as_millis() as u64),
                     snowflake_unix_ms,
                 );
                 let user = ctx
@@ -460,7 +460,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                         user,
                     }),
                     messages: Vec::new(),
-                    session_began_unix_ms: began_ms,
+                    session_began_unix_ms: discord_ms(ctx, began_ms),
                     tally: tally.clone(),
                 };
                 read_all &= open_gate(&tally, &pending, findings);
@@ -516,7 +516,10 @@ async fn read_channel(
     budget: &mut usize,
 ) -> Result<(Option<Skipped>, Vec<Message>), RestError> {
     let bounds = ctx.tunables.readback;
-    let oldest_ms = now_ms.saturating_sub(bounds.max_age.as_millis() as u64);
+    // On Discord's clock (message times are), as far as its answers have
+    // told; again after each page, which tells it anew.
+    let max_age_ms = bounds.max_age.as_millis() as u64;
+    let mut oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
     let mark = ctx.runtime.borrow().processed.get(&channel).copied();
     // Without a mark, nothing older than the age bound is looked at: it
     // cannot be told from what another bridge (or a lost state dir)
@@ -548,13 +551,15 @@ async fn read_channel(
         jumped = after.is_none();
         pages += usize::from(limit);
         let unread_from = cursor;
+        let began = discord_ms(ctx, began_ms) + DATE_SLACK_MS;
+        oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
         let full = page.len() >= usize::from(limit);
         page.sort_unstable_by_key(|m| m.id);
         let skipped_before = jumped && page.first().is_some_and(|m| m.id > cursor);
         let mut reached_the_session = false;
         for message in page.into_iter().filter(|m| m.id > unread_from) {
             // Sent once the session was up: the session delivers it.
-            if snowflake_unix_ms(message.id) >= began_ms {
+            if snowflake_unix_ms(message.id) >= began {
                 reached_the_session = true;
                 break;
             }
@@ -609,6 +614,21 @@ async fn read_channel(
     }
     *budget -= kept.len();
     Ok((skipped, kept.into()))
+}
+
+/// How far past the session's start (on Discord's clock) the history is
+/// still read: `Date` has whole seconds, so the start is known within
+/// about one. Reading a message the session delivers too costs nothing
+/// (the processed marks answer it once); missing one sent in the gap's
+/// last second would lose it.
+const DATE_SLACK_MS: u64 = 1_000;
+
+/// `host_ms` (the host's clock) on Discord's clock, as far as its REST
+/// answers have told (`Date`): message times are Discord's, and a host
+/// clock behind it would make the gap's messages look newer than the
+/// session, left to a session that never delivers them.
+fn discord_ms(ctx: &Ctx, host_ms: u64) -> u64 {
+    host_ms.saturating_add_signed(ctx.rest.clock_skew_ms().unwrap_or(0))
 }
 
 /// Counts `message` among the channel's unanswered ones.
