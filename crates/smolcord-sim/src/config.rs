@@ -90,6 +90,10 @@ pub struct SimConfig {
     /// (Discord: "the past few minutes", no exact figure; 2 minutes here,
     /// so a client that counts on more fails in tests first).
     pub nonce_window: Duration,
+    /// Discord's clock runs this far ahead of the host's: a host whose
+    /// clock is behind (a Raspberry Pi after a power cut, before NTP).
+    /// New snowflakes and every REST answer's `Date` header follow it.
+    pub clock_ahead: Duration,
     /// Enforce REST rate limits (429 beyond them, as Discord does);
     /// [`RestRateLimit::DISCORD`] for Discord's. Off by default so tests
     /// may post quickly.
@@ -219,6 +223,7 @@ impl Default for SimConfig {
             oversized_frame_bytes: 16 * 1024 * 1024 + 1024,
             guilds: vec![SimGuild::example()],
             nonce_window: Duration::from_secs(120),
+            clock_ahead: Duration::ZERO,
             rest_rate_limit: None,
             guild_members: 0,
             all_members_window: Duration::from_secs(30),

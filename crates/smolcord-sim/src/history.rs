@@ -53,6 +53,18 @@ impl StoredMessage {
         }
     }
 
+    /// The message as a history read returns it: without its `nonce`,
+    /// which Discord gives back only in the create answer and the
+    /// MESSAGE_CREATE event, never in the history (a client that builds a
+    /// ledger on nonces read back must fail here as on Discord).
+    pub(crate) fn as_read_back(&self) -> Value {
+        let mut object = self.object.clone();
+        if let Some(fields) = object.as_object_mut() {
+            fields.remove("nonce");
+        }
+        object
+    }
+
     fn as_bot_message(&self, channel: u64) -> BotMessage {
         BotMessage {
             id: Snowflake::new(self.id),
@@ -164,7 +176,7 @@ impl History {
         messages
             .range(start..end)
             .rev()
-            .map(|m| m.object.clone())
+            .map(StoredMessage::as_read_back)
             .collect()
     }
 }
@@ -267,6 +279,18 @@ mod tests {
         assert_eq!(h.get(7, 30).unwrap().id, 30);
         assert!(h.get(7, 31).is_none());
         assert_eq!(h.bot_messages(7).len(), 6);
+    }
+
+    #[test]
+    fn history_pages_carry_no_nonce() {
+        let mut h = History::default();
+        h.push(
+            1,
+            StoredMessage::new(5, true, json!({"id": "5", "nonce": "r1.0", "content": "x"})),
+        );
+        let page = h.page(1, Anchor::Latest, 10);
+        assert_eq!(page[0]["content"], "x");
+        assert!(page[0].get("nonce").is_none(), "{}", page[0]);
     }
 
     #[test]

@@ -36,8 +36,25 @@ pub(crate) fn lenient_since(presence: &mut Value) {
     }
 }
 
+/// Discord documents Identify's `compress` as a boolean, but Oceanic.js
+/// (1.15, shipped for a year against Discord, which must take it) sends
+/// the transport's name, `"zlib-stream"`. A string is read as `false`: no
+/// per-payload compression (the client asks for its compression in the
+/// URL), with a warning, rather than refused with 4001.
+fn lenient_compress(d: &mut Value) {
+    if let Some(compress) = d.get_mut("compress") {
+        if compress.is_string() {
+            log::warn!(
+                "sim: Identify `compress` is the string {compress}, not a boolean; read as false"
+            );
+            *compress = Value::Bool(false);
+        }
+    }
+}
+
 /// Decodes Identify, accepting the deprecated `$os`/`$browser`/`$device`
-/// property names Discord still takes and a `since` Discord tolerates.
+/// property names Discord still takes, a `since` and a `compress`
+/// Discord tolerates.
 fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
     let bad = |err: String| {
         (
@@ -47,6 +64,7 @@ fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
     };
     let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
     super::payload_checks::identify_extras(&d).map_err(bad)?;
+    lenient_compress(&mut d);
     if let Some(presence) = d.get_mut("presence") {
         lenient_since(presence);
     }

@@ -61,7 +61,9 @@
 //!
 //! # REST behaviour
 //!
-//! Every answer under `/api/` carries `Via: 1.1 google` and per-route
+//! Every answer under `/api/` carries `Date` (on [`SimConfig::clock_ahead`]
+//! of the host's clock, as the snowflakes are: a host clock behind
+//! Discord's), `Via: 1.1 google` and per-route
 //! bucket headers that count down per major parameter (channel, guild,
 //! webhook); 429s come in Discord's three scopes with its headers and body
 //! (the table in `ratelimit_headers.rs`). Limits are enforced only with
@@ -75,7 +77,7 @@
 //! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
 //! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
 //! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
-//! 10008 Unknown Message).
+//! 10008 Unknown Message). A history page carries no message's `nonce`.
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
@@ -98,6 +100,7 @@
 //! | presence `status` one of online, dnd, idle, invisible, offline (Identify, op 3) | close 4001 (`"banana"`) | the documented set |
 //! | activity `type` 0–5 | close 4001 (42) | the documented types; a new type needs a simulator update |
 //! | presence `since`: Unix ms or null | anything else is read as null | Discord takes serenity's serialized `SystemTime` |
+//! | Identify `compress`: a boolean | a string (Oceanic.js 1.15 sends `"zlib-stream"`) is read as `false`, with a warning; any other type closes 4001 | Oceanic has shipped it for a year and works against Discord, so Discord takes it; `false` because the client asks for its compression in the URL, and per-payload compression on top would break it |
 //! | Identify `properties` with `os`, `browser`, `device` | `{}` and the old `$os` names accepted (missing read as `""`) | Discord takes both |
 //! | `v` in the gateway URL | none: served as v10, a warning, `Totals::connections_without_version` | Discord serves its default (v6) rather than refusing; the simulator has no v6 |
 //! | a heartbeat's `d` is the last seq received | a seq beyond what the session sent is ACKed, warned about and counted (`Totals::heartbeats_with_unsent_seq`) | no refusal documented (4007 is for Resume); an older seq before a Resume is normal |
@@ -112,6 +115,7 @@
 //! | message `flags` on create: only SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, IS_COMPONENTS_V2 | 400 50035 on `flags` for any other bit (`flags: 2`) | the documented settable set |
 //! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
 //! | only the author edits a message's content | 403 50005 | documented error code |
+//! | a message's `nonce` in `GET /channels/{id}/messages` | left out | the docs list `nonce` on the message object without saying where it comes back; Discord returns it in the create answer and the MESSAGE_CREATE event only (a client building a ledger on nonces read back would pass here and fail there) |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //!
 //! # Control API

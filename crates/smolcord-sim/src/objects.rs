@@ -17,11 +17,22 @@ const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 #[derive(Debug, Default)]
 pub(crate) struct IdGen {
     last: u64,
+    /// Discord's clock ahead of the host's (`SimConfig::clock_ahead`).
+    ahead_ms: u64,
 }
 
 impl IdGen {
+    /// Ids on a clock `ahead` of the host's.
+    pub(crate) fn ahead(ahead: std::time::Duration) -> IdGen {
+        IdGen {
+            last: 0,
+            ahead_ms: u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
     pub(crate) fn next(&mut self) -> u64 {
-        let candidate = unix_ms().saturating_sub(DISCORD_EPOCH_MS) << 22;
+        let now = unix_ms().saturating_add(self.ahead_ms);
+        let candidate = now.saturating_sub(DISCORD_EPOCH_MS) << 22;
         self.last = candidate.max(self.last + 1);
         self.last
     }
@@ -36,6 +47,40 @@ pub(crate) fn unix_ms() -> u64 {
 /// Now as Discord writes timestamps: `2026-11-29T10:00:00.123000+00:00`.
 pub(crate) fn timestamp_now() -> String {
     iso8601(unix_ms())
+}
+
+/// An HTTP `Date` (IMF-fixdate, RFC 9110): `Thu, 03 Dec 2026 00:21:12 GMT`.
+pub(crate) fn http_date(ms: u64) -> String {
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{}, {day:02} {} {year:04} {:02}:{:02}:{:02} GMT",
+        // 1970-01-01 was a Thursday.
+        DAYS[((days + 4) % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+    )
+}
+
+/// Howard Hinnant's civil_from_days: (year, month 1-12, day 1-31).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 fn iso8601(ms: u64) -> String {
@@ -309,6 +354,12 @@ pub(crate) fn message(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_dates() {
+        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(http_date(784_111_777_000), "Sun, 06 Nov 1994 08:49:37 GMT");
+    }
 
     #[test]
     fn iso8601_known_dates() {

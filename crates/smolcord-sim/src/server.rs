@@ -5,7 +5,7 @@
 use super::http::{HttpConn, Response};
 use super::state::Shared;
 use super::tls::SimStream;
-use super::{control, gateway, queue, ratelimit_headers, rest};
+use super::{control, gateway, objects, queue, ratelimit_headers, rest};
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
 use serde_json::json;
@@ -114,7 +114,13 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
         let response = if path.starts_with("/api/") {
             let delay = rest::take_delay(&shared, &request);
             let (name, value) = ratelimit_headers::VIA;
-            let response = rest::handle(&shared, &request).with_header(name, value);
+            // Discord's clock, as every HTTP server states it.
+            let now = objects::unix_ms().saturating_add(
+                u64::try_from(shared.config.clock_ahead.as_millis()).unwrap_or(u64::MAX),
+            );
+            let response = rest::handle(&shared, &request)
+                .with_header(name, value)
+                .with_header("Date", objects::http_date(now));
             if let Some(delay) = delay {
                 // Taken effect already: a late (or, if the client gives up
                 // first, a lost) answer.

@@ -159,7 +159,7 @@ impl Shared {
             rest_log: VecDeque::new(),
             rest_faults: VecDeque::new(),
             nonces: NonceBook::new(config.nonce_window),
-            ids: IdGen::default(),
+            ids: IdGen::ahead(config.clock_ahead),
             start_remaining: config.session_start_limit.remaining,
             last_identify: HashMap::new(),
             queue_next: HashMap::new(),

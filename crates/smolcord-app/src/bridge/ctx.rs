@@ -94,6 +94,16 @@ impl Ctx {
         self.runtime_writer.flush().await
     }
 
+    /// Remembers an answered user's DM channel for good (`runtime.json`,
+    /// written in the background: losing it costs one `POST
+    /// /users/@me/channels`, nothing else).
+    pub fn remember_dm(&self, user: Snowflake, channel: Snowflake) {
+        let mut runtime = self.runtime.borrow_mut();
+        if runtime.remember_dm(user, channel) {
+            self.runtime_writer.set(&*runtime);
+        }
+    }
+
     /// The user's role, re-reading `access.json` first if they look like a
     /// stranger (an approval by `smolcord pair` may have just landed).
     pub async fn fresh_role(&self, user: Snowflake) -> Role {

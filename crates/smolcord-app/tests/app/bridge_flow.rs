@@ -386,3 +386,50 @@ fn channels_run_concurrently_in_order_within_the_agent_cap() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn spool_results_in_odd_encodings_are_taken_when_plain_and_otherwise_told_once() {
+    let rig = Rig::new();
+    run(Duration::from_secs(30), |ex| async move {
+        let bridge = rig.start(&ex, rig.config(), tunables()).await;
+        rig.session_ready(T).await;
+        let dm = rig.sim.dm_channel_of(ALICE);
+        let owner_dm = rig.sim.dm_channel_of(OWNER);
+        let drop_result = |name: &str, bytes: Vec<u8>| {
+            let tmp = rig.path(&format!("spool/results/.{name}.tmp"));
+            std::fs::write(&tmp, bytes).unwrap();
+            std::fs::rename(tmp, rig.path(&format!("spool/results/{name}"))).unwrap();
+        };
+        let json = format!(r#"{{"channel_id":"{dm}","content":"café with a BOM"}}"#);
+        drop_result(
+            "bom.json",
+            [&[0xEF, 0xBB, 0xBF][..], json.as_bytes()].concat(),
+        );
+        // Latin-1: its channel can be read, its text cannot.
+        let latin1 = format!(r#"{{"channel_id":"{dm}","content":"café"}}"#);
+        drop_result("latin1.json", latin1.chars().map(|c| c as u8).collect());
+        drop_result("noise.json", vec![0xFF, 0x00, 0x13, 0x37]);
+
+        rig.message_containing(dm, "café with a BOM", T).await;
+        let told = rig.message_containing(dm, "could not be used", T).await;
+        assert!(told.content.contains("not UTF-8"), "{}", told.content);
+        assert!(
+            !told.content.contains("caf"),
+            "content echoed: {}",
+            told.content
+        );
+        let owner = rig.message_containing(owner_dm, "noise.json", T).await;
+        assert!(
+            owner.content.contains("names no channel"),
+            "{}",
+            owner.content
+        );
+        wait_until("both moved aside", T, || {
+            (rig.files("spool/malformed").len() == 2).then_some(())
+        })
+        .await;
+        bridge.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 2, "told twice");
+        assert_eq!(rig.sim.messages_in(owner_dm).len(), 1, "told twice");
+    });
+}

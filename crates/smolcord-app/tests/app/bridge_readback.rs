@@ -264,3 +264,199 @@ fn a_message_older_than_the_age_bound_gets_the_notice_instead_of_an_answer() {
         assert_eq!(line_count(&calls), 1, "the stale message reached the agent");
     });
 }
+
+/// The bridge answered "hello" in ALICE's channel, then stopped; its
+/// session expired and `gap` DMs were sent meanwhile. Returns the channel.
+async fn answered_then_gap(
+    rig: &Rig,
+    ex: &std::rc::Rc<smol::LocalExecutor<'static>>,
+    config: smolcord_app::config::Config,
+    gap: &[&str],
+) -> Snowflake {
+    let first = rig.start(ex, config, tunables()).await;
+    rig.session_ready(T).await;
+    let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+    processed(rig, dm, hello).await;
+    first.stop().await;
+    let_the_session_expire().await;
+    for text in gap {
+        rig.sim.send_dm(ALICE, "alice", text);
+    }
+    dm
+}
+
+/// GETs of `channel`'s history the simulator answered with `status`.
+fn history_answers(rig: &Rig, channel: Snowflake, status: u16) -> usize {
+    let path = format!("/api/v10/channels/{channel}/messages");
+    rig.sim
+        .rest_requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path == path && r.status == status)
+        .count()
+}
+
+#[test]
+fn a_history_read_that_fails_holds_the_channel_until_it_is_read_and_loses_nothing() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let dm = answered_then_gap(&rig, &ex, config.clone(), &["gap 1", "gap 2"]).await;
+
+        // Every try of the REST client's first read fails (three 500s).
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::ServerError(500),
+                count: 3,
+                path_prefix: None,
+            }
+            .on(&format!("/api/v10/channels/{dm}/messages")),
+        );
+        let mut tunables = tunables();
+        tunables.readback.retry_first = Duration::from_secs(2);
+        let second = rig.start(&ex, config, tunables).await;
+        wait_until("the failed history read", T, || {
+            (history_answers(&rig, dm, 500) >= 3).then_some(())
+        })
+        .await;
+        // Before the read is tried again: a live DM must not pass the gap.
+        let (live, _) = rig.sim.send_dm(ALICE, "alice", "live");
+        let sent = rig.messages(dm, 4, T).await;
+        assert_eq!(
+            replies(&sent),
+            [
+                on_time("re: hello"),
+                late("re: gap 1"),
+                late("re: gap 2"),
+                on_time("re: live")
+            ]
+        );
+        processed(&rig, dm, live).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 4, "answered twice");
+        assert_eq!(line_count(&calls), 4);
+    });
+}
+
+#[test]
+fn forty_allowed_users_past_the_channel_bound_are_all_read_back_and_their_dms_opened_once() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(90), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let users: Vec<u64> = (0..40).map(|n| 1_300_000_000_000_000_000 + n).collect();
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.allowed_user_ids = users.iter().map(u64::to_string).collect();
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let last = rig.sim.dm_channel_of(*users.last().unwrap());
+        rig.history_read(last, T).await;
+        first.stop().await;
+        let mut sent = Vec::new();
+        for (n, user) in users.iter().enumerate() {
+            sent.push(rig.sim.send_dm(*user, "user", &format!("gap {n}")));
+        }
+        // Also past the margin that tells a late message from the session's.
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        for (n, (message, dm)) in sent.iter().enumerate() {
+            let replies = replies(&rig.messages(*dm, 1, T).await);
+            assert_eq!(replies, [late(&format!("re: gap {n}"))], "user {n}");
+            processed(&rig, *dm, *message).await;
+        }
+        second.stop().await;
+        let opened = rig
+            .sim
+            .rest_requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == "/api/v10/users/@me/channels")
+            .count();
+        // The owner and the 40, once each over both sessions.
+        assert!(opened <= 41, "DM channels opened {opened} times");
+        for (n, (_, dm)) in sent.iter().enumerate() {
+            assert_eq!(rig.sim.messages_in(*dm).len(), 1, "user {n} answered twice");
+        }
+    });
+}
+#[test]
+fn a_history_page_over_the_answer_cap_is_read_in_smaller_pages() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        // Answers "re: " and the first word (the gap's are long).
+        config.agent_cmd = Some(sh(&format!(
+            r#"tee -a '{}' | sed -n 's/.*"content":"\([a-z]*[0-9]*\)[ "].*/re: \1/p'"#,
+            calls.display()
+        )));
+        // 50 messages of 22 kB: one page of 50 is over the REST client's
+        // 1 MiB answer cap.
+        let pad = "x".repeat(22_000);
+        let gap: Vec<String> = (0..50).map(|n| format!("gap{n} {pad}")).collect();
+        let gap: Vec<&str> = gap.iter().map(String::as_str).collect();
+        let dm = answered_then_gap(&rig, &ex, config.clone(), &gap).await;
+        let mut tunables = tunables();
+        // Only the newest two are answered: the rest get the notice.
+        tunables.readback.per_channel = 2;
+        let second = rig.start(&ex, config, tunables).await;
+        let notice = rig.message_containing(dm, "went unanswered", T).await;
+        assert!(
+            notice.content.contains("48 messages (from "),
+            "{}",
+            notice.content
+        );
+        let sent = rig.messages(dm, 4, T).await;
+        let texts: Vec<String> = replies(&sent)
+            .into_iter()
+            .map(|(late, text)| {
+                format!(
+                    "{late} {}",
+                    text.split(' ').take(2).collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect();
+        assert_eq!(texts[0], "false re: hello");
+        assert!(texts.contains(&"true re: gap48".to_owned()), "{texts:?}");
+        assert!(texts.contains(&"true re: gap49".to_owned()), "{texts:?}");
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 4, "answered twice");
+    });
+}
+
+#[test]
+fn a_host_clock_behind_discords_loses_nothing_in_the_gap() {
+    // Discord's clock (the simulator's snowflakes and Date) 120 s ahead.
+    let rig = Rig::with_sim(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        resume_window: Duration::from_millis(300),
+        nonce_window: Duration::ZERO,
+        clock_ahead: Duration::from_secs(120),
+        ..SimConfig::default()
+    });
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let (hello, dm) = rig.sim.send_dm(ALICE, "alice", "hello");
+        processed(&rig, dm, hello).await;
+        first.stop().await;
+        rig.sim.send_dm(ALICE, "alice", "gap 1");
+        let (last, _) = rig.sim.send_dm(ALICE, "alice", "gap 2");
+        // Past the session's expiry, and clear of the Date header's second.
+        async_io::Timer::after(Duration::from_millis(1500)).await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let sent = rig.messages(dm, 3, T).await;
+        assert_eq!(
+            replies(&sent),
+            [on_time("re: hello"), late("re: gap 1"), late("re: gap 2")]
+        );
+        processed(&rig, dm, last).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 3, "answered twice");
+    });
+}

@@ -277,6 +277,21 @@ fn copies(counts: &HashMap<String, usize>, part: &str) -> usize {
     counts.get(part).copied().unwrap_or(0)
 }
 
+/// Prints the seed if the test panics (dropped while unwinding), so a
+/// failed run can be replayed with `SMOLCORD_CRASH_SEED`.
+struct SeedOnFailure(u64);
+
+impl Drop for SeedOnFailure {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "crash harness failed with seed {0}: replay with SMOLCORD_CRASH_SEED={0}",
+                self.0
+            );
+        }
+    }
+}
+
 #[test]
 fn every_message_and_result_arrives_exactly_once_across_sigkills() {
     let seed = std::env::var("SMOLCORD_CRASH_SEED")
@@ -284,6 +299,8 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
+    // A failure names its seed (a pass prints it with the figures).
+    let _seed = SeedOnFailure(seed);
     let started = Instant::now();
     let sim = Simulator::start(SimConfig {
         // Many sessions' worth of heartbeats in one run: room for the

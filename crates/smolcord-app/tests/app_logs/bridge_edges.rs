@@ -462,3 +462,32 @@ fn after_a_restart_a_reply_that_fell_back_to_text_goes_on_as_text() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn an_upload_rate_limited_past_the_budget_is_tried_again_later_not_taken_for_a_refusal() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(long_agent("0"));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let dm = rig.sim.dm_channel_of(ALICE);
+        rig.history_read(dm, T).await;
+        // Past the REST client's five 429s, for the upload and for its
+        // try without the attachments metadata.
+        rig.sim.rest_fault(RestFault {
+            kind: RestFaultKind::RateLimited {
+                retry_after: 0.05,
+                global: false,
+            },
+            count: 10,
+            path_prefix: Some(format!("/api/v10/channels/{dm}/messages")),
+        });
+        rig.sim.send_dm(ALICE, "alice", "long please");
+        let reply = rig.message_containing(dm, "as a file", T).await;
+        assert_eq!(file_names(&reply), ["reply.txt"], "{reply:?}");
+        bridge.stop().await;
+        let sent = rig.sim.messages_in(dm);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+    });
+}

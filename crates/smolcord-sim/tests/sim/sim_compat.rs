@@ -69,6 +69,27 @@ fn identify_with_serenitys_since_map_gets_ready() {
 }
 
 #[test]
+fn identify_with_oceanics_string_compress_gets_ready_uncompressed() {
+    // Oceanic.js 1.15 sends the transport's name where Discord documents
+    // a boolean: read as false (no per-payload compression).
+    run(async {
+        let sim = sim();
+        let (mut client, _) = Client::hello(&sim).await;
+        client
+            .identify_with(json!({
+                "token": DEFAULT_SIM_TOKEN,
+                "intents": GUILDS | DMS,
+                "compress": "zlib-stream",
+                "properties": {"os": "linux", "browser": "Oceanic", "device": "Oceanic"},
+            }))
+            .await;
+        let ready = client.expect_dispatch().await;
+        assert_eq!(ready["t"], "READY", "{ready}");
+        still_open(&mut client).await;
+    });
+}
+
+#[test]
 fn presence_update_with_serenitys_since_map_is_accepted() {
     run(async {
         let sim = sim();

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
+use super::clock::ServerClock;
 use super::draft::MessageDraft;
 use super::error::RestError;
 use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
@@ -62,6 +63,7 @@ struct Shared {
     api_base: String,
     token: Token,
     limiter: Mutex<RateLimiter>,
+    clock: ServerClock,
 }
 
 impl fmt::Debug for RestClient {
@@ -101,10 +103,19 @@ impl RestClient {
                 api_base: api_base.trim_end_matches('/').to_owned(),
                 token,
                 limiter: Mutex::new(RateLimiter::default()),
+                clock: ServerClock::default(),
             }),
             timeout: DEFAULT_TIMEOUT,
             download_timeout: DEFAULT_DOWNLOAD_TIMEOUT,
         }
+    }
+
+    /// Discord's clock minus the host's, in ms, from the `Date` header of
+    /// the last answer that had one (`None` before any; 0 within the
+    /// header's second): add it to the host's time before comparing it
+    /// with message times (snowflakes).
+    pub fn clock_skew_ms(&self) -> Option<i64> {
+        self.shared.clock.skew_ms()
     }
 
     /// Sets the bound on each API request (default 15 s).
@@ -336,6 +347,9 @@ impl RestClient {
                 Err(e) => return Err(e),
             };
             self.limiter().update(&key, &reply.headers, reply.received);
+            if let Some((date, at)) = &reply.date {
+                self.shared.clock.record(date, *at);
+            }
             log::debug!("{name}: HTTP {}", reply.status);
             match reply.status {
                 200..=299 => return Ok(reply),

@@ -48,7 +48,7 @@ pub enum RestError {
         /// The JSON error.
         detail: String,
     },
-    /// A download was larger than the cap.
+    /// A download (or an API answer) was larger than the cap.
     TooLarge {
         /// The route (`GET host/path` for downloads).
         route: String,
@@ -134,7 +134,7 @@ impl fmt::Display for RestError {
                 write!(f, "{route}: unexpected response body: {detail}")
             }
             RestError::TooLarge { route, limit } => {
-                write!(f, "{route}: larger than the {limit}-byte cap (max_attachment_bytes)")
+                write!(f, "{route}: larger than the {limit}-byte cap (for a download: max_attachment_bytes)")
             }
             RestError::InvalidInput { route, detail } => write!(f, "{route}: {detail}"),
             RestError::LocalIo { path, detail } => write!(f, "writing {path}: {detail}"),

@@ -54,6 +54,9 @@ pub(crate) struct Reply {
     pub headers: RateHeaders,
     pub body: Vec<u8>,
     pub received: Instant,
+    /// The `Date` header (Discord's clock), and the host's wall clock
+    /// when the answer came.
+    pub date: Option<(String, std::time::SystemTime)>,
 }
 
 fn build<'a>(
@@ -94,6 +97,7 @@ pub(crate) fn exchange(agent: &Agent, out: Outgoing, route: &str) -> Result<Repl
     let token = out.token.as_ref();
     let mut response = agent.run(request).map_err(|e| from_ureq(route, token, e))?;
     let received = Instant::now();
+    let date = header(response.headers(), "date").map(|d| (d, std::time::SystemTime::now()));
     let status = response.status().as_u16();
     let headers = RateHeaders::parse(|name| header(response.headers(), name));
     let body = response
@@ -107,6 +111,7 @@ pub(crate) fn exchange(agent: &Agent, out: Outgoing, route: &str) -> Result<Repl
         headers,
         body,
         received,
+        date,
     })
 }
 
@@ -205,6 +210,13 @@ pub(crate) fn from_ureq(route: &str, token: Option<&Token>, e: ureq::Error) -> R
         },
         ureq::Error::Io(io) if is_timeout_kind(io.kind()) => RestError::Timeout {
             route: route.to_owned(),
+        },
+        // An answer over the cap is no transport failure: the same request
+        // gets the same answer (a caller may ask for less, e.g. a smaller
+        // history page).
+        ureq::Error::BodyExceedsLimit(_) => RestError::TooLarge {
+            route: route.to_owned(),
+            limit: MAX_API_BODY,
         },
         other => RestError::Transport {
             route: route.to_owned(),

@@ -48,6 +48,7 @@
 //! ```
 
 mod client;
+mod clock;
 mod draft;
 mod error;
 mod exchange;
@@ -60,6 +61,7 @@ mod split;
 mod tls;
 
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
+pub use clock::parse_http_date;
 pub use draft::MessageDraft;
 pub use error::RestError;
 pub use multipart::{Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};

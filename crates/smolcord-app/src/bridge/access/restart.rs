@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 pub const RUNTIME_FILE: &str = "runtime.json";
 /// The restart notify marker.
 pub const RESTART_FILE: &str = "restart.json";
-/// Channels remembered in the processed map (oldest dropped first).
+/// Channels remembered in the processed map besides the answered users'
+/// DM channels (the stalest dropped first).
 pub const PROCESSED_CHANNELS: usize = 512;
 /// The owner's command.
 pub const RESTART_COMMAND: &str = "!restart";
@@ -44,6 +45,14 @@ pub struct RuntimeState {
     /// Last processed message id per channel.
     #[serde(default)]
     pub processed: BTreeMap<Snowflake, Snowflake>,
+    /// The answered users' (owner's, allowed users') DM channels, user →
+    /// channel: learnt once (from a DM, or by opening it), kept for good,
+    /// so no read-back opens them again. Their processed marks are never
+    /// evicted: a crowd of strangers cannot make the bridge forget what it
+    /// answered the people it serves (bounded by the access list; pruned
+    /// to it at each read-back).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dm_channels: BTreeMap<Snowflake, Snowflake>,
     /// A fresh session began and its read-back of the DM history has not
     /// finished: the next session start (a resume too) reads back again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -64,18 +73,37 @@ impl RuntimeState {
         if *entry < message {
             *entry = message;
         }
-        while self.processed.len() > PROCESSED_CHANNELS {
-            // Snowflakes grow with time: the smallest last id is the stalest channel.
+        let kept = |channel: &Snowflake| self.dm_channels.values().any(|c| c == channel);
+        let mut others = self.processed.keys().filter(|c| !kept(c)).count();
+        while others > PROCESSED_CHANNELS {
+            // Snowflakes grow with time: the smallest last id is the
+            // stalest channel. The answered users' are not in the running.
             let Some(stalest) = self
                 .processed
                 .iter()
+                .filter(|(channel, _)| !kept(channel))
                 .min_by_key(|(_, &last)| last)
                 .map(|(&channel, _)| channel)
             else {
                 break;
             };
             self.processed.remove(&stalest);
+            others -= 1;
         }
+    }
+
+    /// Remembers `channel` as answered user `user`'s DM channel; true if
+    /// that is news (to be written).
+    pub fn remember_dm(&mut self, user: Snowflake, channel: Snowflake) -> bool {
+        self.dm_channels.insert(user, channel) != Some(channel)
+    }
+
+    /// Forgets the DM channels of users no longer answered (their marks
+    /// become evictable like anyone's); true if any went.
+    pub fn keep_dms_of(&mut self, answered: &[Snowflake]) -> bool {
+        let before = self.dm_channels.len();
+        self.dm_channels.retain(|user, _| answered.contains(user));
+        self.dm_channels.len() != before
     }
 }
 
@@ -169,6 +197,35 @@ mod tests {
         }
         assert_eq!(state.processed.len(), PROCESSED_CHANNELS);
         assert!(!state.processed.contains_key(&a), "stalest channel dropped");
+    }
+
+    #[test]
+    fn strangers_cannot_evict_the_marks_of_the_answered_users_channels() {
+        let mut state = RuntimeState::default();
+        let (owner, owner_dm) = (Snowflake::new(7), Snowflake::new(70));
+        assert!(state.remember_dm(owner, owner_dm));
+        assert!(!state.remember_dm(owner, owner_dm), "not news twice");
+        state.mark_processed(owner_dm, Snowflake::new(100));
+        // 560 strangers, each newer than the owner's last message.
+        for stranger in 0..560u64 {
+            state.mark_processed(
+                Snowflake::new(10_000 + stranger),
+                Snowflake::new(200 + stranger),
+            );
+        }
+        assert!(
+            state.is_processed(owner_dm, Snowflake::new(100)),
+            "owner's mark evicted"
+        );
+        assert_eq!(state.processed.len(), PROCESSED_CHANNELS + 1);
+        // Kept in runtime.json.
+        let json = serde_json::to_string(&state).unwrap();
+        let back: RuntimeState = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.dm_channels.get(&owner), Some(&owner_dm));
+        // No longer answered: evictable again.
+        assert!(state.keep_dms_of(&[]));
+        state.mark_processed(Snowflake::new(99_999), Snowflake::new(9_999));
+        assert!(!state.processed.contains_key(&owner_dm));
     }
 
     #[test]

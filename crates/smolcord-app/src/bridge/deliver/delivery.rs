@@ -5,8 +5,10 @@
 //! would take more than [`MAX_REPLY_MESSAGES`] messages, as one text file
 //! with a short message. Each part carries a nonce from its outbox record
 //! and the record is saved between parts ([`send`]), so a restart neither
-//! repeats nor skips one. When delivery fails for good (403, unknown
-//! channel, 5xx or timeouts after retries, rate limited beyond the budget),
+//! repeats nor skips one. A part rate limited past the REST client's
+//! budget is tried again later (a limit passes; it is no refusal). When
+//! delivery fails for good (403, unknown channel, 5xx or timeouts after
+//! retries, still rate limited after the later tries),
 //! the `dm_fallback_cmd` gets the result JSON on stdin (bounded by
 //! `dm_fallback_timeout_s`), and the result is archived with the outcome
 //! ([`settle`]): nothing is dropped silently. A file refused for good falls
@@ -23,6 +25,7 @@ use serde::Serialize;
 use smolcord::offload::run_command;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::{split_message, MessageDraft, Nonce, RestError, Upload, MESSAGE_LIMIT};
+use smolcord::rt::Timer;
 use std::path::Path;
 use std::time::Duration;
 
@@ -159,6 +162,7 @@ pub(crate) async fn send<R: Record>(
     placeholder: Option<Snowflake>,
 ) -> Result<(), RestError> {
     let mut text_plan = record.sent().as_text.then(|| plan.as_text());
+    let mut later_tries = 0;
     let sent = loop {
         let plan = text_plan.as_ref().unwrap_or(plan);
         let parts = plan.parts();
@@ -174,6 +178,20 @@ pub(crate) async fn send<R: Record>(
                 if part + 1 < parts {
                     save(ctx, record).await;
                 }
+            }
+            Err(RestError::RateLimitedTooLong { retry_after, .. })
+                if later_tries < RATE_LIMITED_LATER_TRIES =>
+            {
+                // Rate limited past the REST client's budget: a limit
+                // passes, it is no refusal. The same part again once it
+                // has (same nonce), then the other ways out below.
+                later_tries += 1;
+                let wait = retry_after.clamp(Duration::from_millis(100), RATE_LIMITED_LATER_WAIT);
+                log::warn!(
+                    "part {part} of a reply to channel {channel} is rate limited past the budget; trying again in {:.1} s",
+                    wait.as_secs_f64()
+                );
+                Timer::after(wait).await;
             }
             Err(e) if matches!(plan, Plan::File { .. }) && !channel_refuses(&e) => {
                 log::warn!("the reply could not be uploaded as a file ({e}); sending it as text");
@@ -216,16 +234,26 @@ pub(crate) async fn send<R: Record>(
 }
 
 /// An error that says the channel (or the token) refuses the bot, not this
-/// one request: no other form of the reply would get through either.
+/// one request: no other form of the reply would get through either. Rate
+/// limits are not refusals: they pass (see [`RATE_LIMITED_LATER_TRIES`]).
 fn channel_refuses(e: &RestError) -> bool {
     matches!(
         e,
         RestError::Http {
             status: 401 | 403 | 404,
             ..
-        } | RestError::RateLimitedTooLong { .. }
+        }
     )
 }
+
+/// A part rate limited past the REST client's budget is tried again this
+/// many times, after what Discord asked to wait (at most
+/// [`RATE_LIMITED_LATER_WAIT`] each), before the next way out: text for a
+/// file, then the notice and the DM fallback. Bounded: a reply waits at
+/// most a minute more for its rate limit.
+const RATE_LIMITED_LATER_TRIES: u32 = 2;
+/// The longest wait before one of those tries.
+const RATE_LIMITED_LATER_WAIT: Duration = Duration::from_secs(30);
 
 /// The notice that a reply failed, naming the failure (at most 300
 /// characters of it).

@@ -367,6 +367,9 @@ impl Loop {
     ) -> Option<BridgeOutcome> {
         let ctx = &self.ctx;
         let role = ctx.access.borrow().role(message.author.id);
+        if role != Role::Stranger && message.is_direct() {
+            ctx.remember_dm(message.author.id, message.channel_id);
+        }
         let intake = classify(&message, ctx.bot_user(), &ctx.runtime.borrow(), role);
         match intake {
             Intake::Ignore(why) => log::debug!("message {} ignored: {why}", message.id),

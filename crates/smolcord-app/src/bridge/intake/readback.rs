@@ -42,7 +42,7 @@
 use crate::bridge::access::restart::PROCESSED_CHANNELS;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::jobs::backlog::{
-    self, snowflake_at, snowflake_unix_ms, Findings, Skipped, Tally, PAGE,
+    self, snowflake_at, snowflake_unix_ms, Findings, Skipped, Tally, Unread, PAGE,
 };
 use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::work::worker;
@@ -50,9 +50,11 @@ use crate::status::now_unix_ms;
 use smol::channel::Sender;
 use smolcord::protocol::{ChannelType, Message, Snowflake};
 use smolcord::rest::RestError;
+use smolcord::rt::Timer;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// The dispatch loop's part: the read-back in progress and what earlier
 /// ones learnt.
@@ -66,8 +68,6 @@ pub(crate) struct Readback {
 /// What read-backs learn and keep for the process's life.
 #[derive(Default)]
 struct Known {
-    /// Answered users' DM channels (bounded by the users answered).
-    dm_of_user: RefCell<HashMap<Snowflake, Snowflake>>,
     /// Marked channels that are no DM (not read back); at most
     /// [`PROCESSED_CHANNELS`], forgotten all at once past it.
     not_dm: RefCell<HashSet<Snowflake>>,
@@ -82,8 +82,10 @@ struct Run {
     todo: RefCell<VecDeque<Pending>>,
     /// Answered users whose DM channel is not known yet.
     unresolved: RefCell<Vec<Snowflake>>,
-    /// Channels gated in this run (at most `channels`).
+    /// Channels gated in this run.
     gated: RefCell<HashSet<Snowflake>>,
+    /// Of them, channels of no answered user (at most `channels`).
+    others: Cell<usize>,
 }
 
 struct Pending {
@@ -94,19 +96,21 @@ struct Pending {
 }
 
 impl Run {
-    /// Gates `channel` (once per run, within the bound): its queue holds
-    /// everything after this until the read-back opens the gate.
-    fn gate(&self, ctx: &Rc<Ctx>, channel: Snowflake, known_dm: bool) {
+    /// Gates `channel` (once per run): its queue holds everything after
+    /// this until the read-back opens the gate. An answered user's channel
+    /// is always gated; others (strangers', whom the bridge answers at
+    /// most with a pairing code and never tells about a gap) within the
+    /// bound of channels, the newest marks first (the rest are logged).
+    fn gate(&self, ctx: &Rc<Ctx>, channel: Snowflake, known_dm: bool) -> bool {
         let mut gated = self.gated.borrow_mut();
         if gated.contains(&channel) {
-            return;
+            return true;
         }
-        if gated.len() >= ctx.tunables.readback.channels {
-            log::debug!(
-                "read-back: channel {channel} not read (bound of {} channels)",
-                gated.len()
-            );
-            return;
+        if !known_dm && self.others.get() >= ctx.tunables.readback.channels {
+            return false;
+        }
+        if !known_dm {
+            self.others.set(self.others.get() + 1);
         }
         gated.insert(channel);
         let (open, gate) = backlog::gate();
@@ -126,6 +130,7 @@ impl Run {
             open,
             known_dm,
         });
+        true
     }
 
     fn stopped(&self, ctx: &Ctx) -> bool {
@@ -168,20 +173,31 @@ impl Readback {
             todo: RefCell::default(),
             unresolved: RefCell::default(),
             gated: RefCell::default(),
+            others: Cell::new(0),
         });
         for pending in carried {
             run.gated.borrow_mut().insert(pending.channel);
             run.todo.borrow_mut().push_back(pending);
         }
-        // The owner first, then the allowed users, then the channels with
-        // the newest marks.
+        // The owner first, then the allowed users (always), then the
+        // channels with the newest marks (within the bound).
         let mut users = ctx.access.borrow().answered_users();
         let mut seen = HashSet::new();
         users.retain(|user| seen.insert(*user));
+        {
+            let mut runtime = ctx.runtime.borrow_mut();
+            if runtime.keep_dms_of(&users) {
+                ctx.runtime_writer.set(&*runtime);
+            }
+        }
+        let mut answered_dms = HashSet::new();
         for user in users {
-            let known = self.known.dm_of_user.borrow().get(&user).copied();
+            let known = ctx.runtime.borrow().dm_channels.get(&user).copied();
             match known {
-                Some(channel) => run.gate(ctx, channel, true),
+                Some(channel) => {
+                    answered_dms.insert(channel);
+                    run.gate(ctx, channel, true);
+                }
                 None => run.unresolved.borrow_mut().push(user),
             }
         }
@@ -190,22 +206,23 @@ impl Readback {
             .borrow()
             .processed
             .iter()
+            .filter(|(channel, _)| !answered_dms.contains(*channel))
             .map(|(channel, last)| (*last, *channel))
             .collect();
         marked.sort_unstable_by(|a, b| b.cmp(a));
-        // Room is kept for the users whose channel is not known yet.
-        let room = ctx
-            .tunables
-            .readback
-            .channels
-            .saturating_sub(run.unresolved.borrow().len());
+        let mut left_out = 0;
         for (_, channel) in marked {
-            if run.gated.borrow().len() >= room {
-                break;
+            if !self.known.not_dm.borrow().contains(&channel) && !run.gate(ctx, channel, false) {
+                left_out += 1;
             }
-            if !self.known.not_dm.borrow().contains(&channel) {
-                run.gate(ctx, channel, false);
-            }
+        }
+        if left_out > 0 {
+            // Strangers' channels (the answered users' are all read): a
+            // stranger gets no notice of a gap, by the pairing rules.
+            log::info!(
+                "read-back: {left_out} other marked channel(s) not read (bound of {} channels besides the answered users')",
+                ctx.tunables.readback.channels
+            );
         }
         // Only the newest read-back may take `readback_due` off.
         let (weak, newest) = (Rc::downgrade(ctx), self.generation.clone());
@@ -250,112 +267,218 @@ impl Readback {
         let pos = run.unresolved.borrow().iter().position(|u| *u == author);
         if let Some(pos) = pos {
             run.unresolved.borrow_mut().remove(pos);
-            self.known
-                .dm_of_user
-                .borrow_mut()
-                .insert(author, message.channel_id);
+            ctx.remember_dm(author, message.channel_id);
             run.gate(ctx, message.channel_id, true);
         }
     }
 }
 
-/// The task: finds the answered users' DM channels, then reads every gated
-/// channel in turn and opens its gate with what it found.
-async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known, began_ms: u64) {
-    let mut read_all = true;
-    loop {
-        if run.stopped(ctx) {
-            read_all = false;
-            break;
-        }
-        let Some(user) = run.unresolved.borrow().first().copied() else {
-            break;
-        };
-        let opened = ctx.rest.create_dm(user).await;
-        let permanent = opened.as_ref().err().is_some_and(RestError::is_permanent);
-        let channel = opened.map(|c| c.id).map_err(|e| e.to_string());
-        // Taken off only now: until here a DM the session dispatched from
-        // this user gated its channel itself (`before_message`).
-        let still = {
-            let mut unresolved = run.unresolved.borrow_mut();
-            let pos = unresolved.iter().position(|u| *u == user);
-            pos.map(|pos| unresolved.remove(pos)).is_some()
-        };
-        match channel {
-            Ok(channel) if still => {
-                known.dm_of_user.borrow_mut().insert(user, channel);
-                run.gate(ctx, channel, true);
-            }
-            Ok(_) => {}
-            Err(e) => {
-                log::warn!("read-back: opening the DM channel of user {user}: {e}");
-                read_all &= permanent;
-            }
+/// A channel or user that failed, and when to try it again.
+#[derive(Clone, Copy)]
+struct Backoff {
+    at: Instant,
+    delay: Duration,
+}
+
+impl Backoff {
+    /// After another failure at `now` (the first waits `first`).
+    fn failed(previous: Option<Backoff>, now: Instant, first: Duration, max: Duration) -> Backoff {
+        let delay = previous.map_or(first, |b| (b.delay * 2).min(max));
+        Backoff {
+            at: now + delay,
+            delay,
         }
     }
-    // A refusal that another try would get too (no access, an unknown
-    // channel) leaves nothing to read: it does not keep the read-back due.
-    let retry = |e: &RestError| {
+}
+
+/// Whether a failed read leaves the channel with nothing to read ever: no
+/// access, an unknown channel. Anything else (5xx, 429s past the budget, a
+/// timeout, a body that does not decode) may pass, and the gap it hides is
+/// kept held until it does or ages out.
+fn unreadable_for_good(e: &RestError) -> bool {
+    matches!(
+        e,
+        RestError::Http {
+            status: 403 | 404,
+            ..
+        }
+    )
+}
+
+/// The task: finds the answered users' DM channels, then reads every gated
+/// channel in turn and opens its gate with what it found. A channel (or a
+/// user's DM channel) that fails is tried again with a backoff
+/// ([`ReadbackBounds::retry_first`](crate::bridge::jobs::backlog::ReadbackBounds))
+/// while the others go on; its gate stays closed until it is read, or the
+/// gap has aged out (`max_age` after the session began: the user gets the
+/// unread notice). A gate never opens empty on a failure.
+async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known, began_ms: u64) {
+    let bounds = ctx.tunables.readback;
+    // After this, every message of the gap is past the age bound.
+    let aged_out_at = Instant::now() + bounds.max_age;
+    let now_ms = now_unix_ms().max(began_ms);
+    let mut budget = bounds.total;
+    let mut read_all = true;
+    let mut backoff: HashMap<Snowflake, Backoff> = HashMap::new();
+    // Channels whose read failed, waiting for their next try.
+    let mut waiting: Vec<Pending> = Vec::new();
+    let report = |e: &RestError| {
         log::warn!("read-back: {e}");
         ctx.reporter
             .rest_failure(crate::recorder::FailureKind::Rest, e);
-        !e.is_permanent()
     };
-    let now_ms = now_unix_ms().max(began_ms);
-    let mut budget = ctx.tunables.readback.total;
     loop {
         if run.stopped(ctx) {
             read_all = false;
             break;
         }
-        let Some(pending) = run.todo.borrow_mut().pop_front() else {
-            break;
-        };
-        let channel = pending.channel;
-        if !pending.known_dm {
-            match ctx.rest.get_channel(channel).await {
-                Ok(found) if found.kind == ChannelType::DM => {}
-                Ok(_) => {
-                    let mut not_dm = known.not_dm.borrow_mut();
-                    if not_dm.len() >= PROCESSED_CHANNELS {
-                        not_dm.clear();
+        let now = Instant::now();
+        let due = |id: &Snowflake| backoff.get(id).is_none_or(|b| b.at <= now);
+        let user = run.unresolved.borrow().iter().copied().find(|u| due(u));
+        if let Some(user) = user {
+            let channel = ctx.rest.create_dm(user).await.map(|c| c.id);
+            // Taken off only now: until here a DM the session dispatched
+            // from this user gated its channel itself (`before_message`).
+            let take = |run: &Run| {
+                let mut unresolved = run.unresolved.borrow_mut();
+                let pos = unresolved.iter().position(|u| *u == user);
+                pos.map(|pos| unresolved.remove(pos)).is_some()
+            };
+            match channel {
+                Ok(channel) => {
+                    if take(run) {
+                        ctx.remember_dm(user, channel);
+                        run.gate(ctx, channel, true);
                     }
-                    not_dm.insert(channel);
-                    continue;
+                }
+                Err(e) if e.is_permanent() || Instant::now() >= aged_out_at => {
+                    log::warn!("read-back: opening the DM channel of user {user}: {e}; not read");
+                    take(run);
+                    read_all &= e.is_permanent();
                 }
                 Err(e) => {
-                    if retry(&e) {
-                        read_all = false;
-                    }
+                    log::warn!(
+                        "read-back: opening the DM channel of user {user}: {e}; tried again later"
+                    );
+                    let next = Backoff::failed(
+                        backoff.get(&user).copied(),
+                        Instant::now(),
+                        bounds.retry_first,
+                        bounds.retry_max,
+                    );
+                    backoff.insert(user, next);
+                }
+            }
+            continue;
+        }
+        let next = run.todo.borrow_mut().pop_front().or_else(|| {
+            let at = waiting.iter().position(|p| due(&p.channel))?;
+            Some(waiting.swap_remove(at))
+        });
+        let Some(pending) = next else {
+            // Nothing due: done, or wait for the next try (in slices, so a
+            // stop is noticed).
+            let next_try = run
+                .unresolved
+                .borrow()
+                .iter()
+                .chain(waiting.iter().map(|p| &p.channel))
+                .filter_map(|id| backoff.get(id).map(|b| b.at))
+                .min();
+            match next_try {
+                None => break,
+                Some(at) => {
+                    Timer::at(at.min(now + STOP_CHECK)).await;
                     continue;
                 }
             }
-        }
-        Tally::add(&tally.channels, 1);
-        match read_channel(ctx, channel, now_ms, began_ms, &mut budget).await {
+        };
+        let channel = pending.channel;
+        let result = match pending.known_dm {
+            true => Ok(true),
+            false => match ctx.rest.get_channel(channel).await {
+                Ok(found) => Ok(found.kind == ChannelType::DM),
+                Err(e) => Err(e),
+            },
+        };
+        let result = match result {
+            Ok(false) => {
+                let mut not_dm = known.not_dm.borrow_mut();
+                if not_dm.len() >= PROCESSED_CHANNELS {
+                    not_dm.clear();
+                }
+                not_dm.insert(channel);
+                continue;
+            }
+            Ok(true) => read_channel(ctx, channel, now_ms, began_ms, &mut budget).await,
+            Err(e) => Err(e),
+        };
+        match result {
             Ok((skipped, messages)) => {
+                Tally::add(&tally.channels, 1);
                 Tally::add(&tally.found, messages.len());
                 if let Some(skipped) = &skipped {
                     Tally::add(&tally.skipped, skipped.count);
                 }
                 if skipped.is_some() || !messages.is_empty() {
-                    Tally::add(&tally.unfinished, 1);
                     let findings = Findings {
                         skipped,
+                        unread: None,
                         messages,
-                        session_began_unix_ms: began_ms,
+                        session_began_unix_ms: discord_ms(ctx, began_ms),
                         tally: tally.clone(),
                     };
-                    if pending.open.try_send(findings).is_err() {
-                        // The gate is gone (shutting down): not handled.
-                        read_all = false;
-                    }
+                    read_all &= open_gate(&tally, &pending, findings);
                 }
             }
+            Err(e) if unreadable_for_good(&e) => {
+                // Nothing there can be read, nor answered: the gate opens
+                // empty, and the read-back is not kept due for it.
+                report(&e);
+            }
+            Err(e) if Instant::now() >= aged_out_at => {
+                report(&e);
+                log::warn!(
+                    "read-back: channel {channel} could not be read before its gap aged out; its user is told"
+                );
+                let mark = ctx.runtime.borrow().processed.get(&channel).copied();
+                let since_unix_ms = mark.map_or(
+                    discord_ms(ctx, began_ms).saturating_sub(bounds.max_age.as_millis() as u64),
+                    snowflake_unix_ms,
+                );
+                let user = ctx
+                    .runtime
+                    .borrow()
+                    .dm_channels
+                    .iter()
+                    .find(|(_, c)| **c == channel)
+                    .map(|(u, _)| *u);
+                let findings = Findings {
+                    skipped: None,
+                    unread: Some(Unread {
+                        since_unix_ms,
+                        user,
+                    }),
+                    messages: Vec::new(),
+                    session_began_unix_ms: discord_ms(ctx, began_ms),
+                    tally: tally.clone(),
+                };
+                read_all &= open_gate(&tally, &pending, findings);
+            }
             Err(e) => {
-                if retry(&e) {
-                    read_all = false;
-                }
+                report(&e);
+                let next = Backoff::failed(
+                    backoff.get(&channel).copied(),
+                    Instant::now(),
+                    bounds.retry_first,
+                    bounds.retry_max,
+                );
+                log::info!(
+                    "read-back: channel {channel} stays held; read again in {:.0} s",
+                    next.delay.as_secs_f64()
+                );
+                backoff.insert(channel, next);
+                waiting.push(pending);
             }
         }
         futures_lite::future::yield_now().await;
@@ -363,6 +486,23 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
     run.finished.set(true);
     run.todo.borrow_mut().clear();
     tally.read_all.set(read_all);
+}
+
+/// How long the read-back sleeps at most while waiting for a retry, so a
+/// stop is noticed (only while a channel is failing).
+const STOP_CHECK: Duration = Duration::from_secs(1);
+
+/// Sends `findings` through `pending`'s gate; false if the gate is gone
+/// (shutting down: not handled).
+fn open_gate(tally: &Tally, pending: &Pending, findings: Findings) -> bool {
+    Tally::add(&tally.unfinished, 1);
+    if pending.open.try_send(findings).is_err() {
+        tally
+            .unfinished
+            .set(tally.unfinished.get().saturating_sub(1));
+        return false;
+    }
+    true
 }
 
 /// What one channel's history holds past its mark: the messages to answer
@@ -376,7 +516,10 @@ async fn read_channel(
     budget: &mut usize,
 ) -> Result<(Option<Skipped>, Vec<Message>), RestError> {
     let bounds = ctx.tunables.readback;
-    let oldest_ms = now_ms.saturating_sub(bounds.max_age.as_millis() as u64);
+    // On Discord's clock (message times are), as far as its answers have
+    // told; again after each page, which tells it anew.
+    let max_age_ms = bounds.max_age.as_millis() as u64;
+    let mut oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
     let mark = ctx.runtime.borrow().processed.get(&channel).copied();
     // Without a mark, nothing older than the age bound is looked at: it
     // cannot be told from what another bridge (or a lost state dir)
@@ -385,26 +528,38 @@ async fn read_channel(
     let mut kept: VecDeque<Message> = VecDeque::new();
     let mut skipped: Option<Skipped> = None;
     let mut pages = 0;
-    let mut jumped = false;
+    let mut jumped;
+    // Halved while a page is over the REST client's answer cap (long
+    // messages, embeds): the same messages, read in smaller pages.
+    let mut limit = PAGE;
     loop {
-        let mut page = if pages < bounds.pages_per_channel {
-            ctx.rest
-                .channel_messages(channel, Some(cursor), PAGE)
-                .await?
-        } else {
-            // Past the page bound: the newest page, the rest unread.
-            jumped = true;
-            ctx.rest.channel_messages(channel, None, PAGE).await?
+        // The page bound counts messages asked for, so smaller pages
+        // cover as much.
+        let after = (pages < bounds.pages_per_channel * usize::from(PAGE)).then_some(cursor);
+        let read = ctx.rest.channel_messages(channel, after, limit).await;
+        let mut page = match read {
+            Err(RestError::TooLarge { .. }) if limit > 1 => {
+                limit /= 2;
+                log::info!(
+                    "read-back: a page of channel {channel} is over the answer cap; reading {limit} messages a page"
+                );
+                continue;
+            }
+            read => read?,
         };
-        pages += 1;
+        // Past the page bound: the newest page, the rest unread.
+        jumped = after.is_none();
+        pages += usize::from(limit);
         let unread_from = cursor;
-        let full = page.len() >= usize::from(PAGE);
+        let began = discord_ms(ctx, began_ms) + DATE_SLACK_MS;
+        oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
+        let full = page.len() >= usize::from(limit);
         page.sort_unstable_by_key(|m| m.id);
         let skipped_before = jumped && page.first().is_some_and(|m| m.id > cursor);
         let mut reached_the_session = false;
         for message in page.into_iter().filter(|m| m.id > unread_from) {
             // Sent once the session was up: the session delivers it.
-            if snowflake_unix_ms(message.id) >= began_ms {
+            if snowflake_unix_ms(message.id) >= began {
                 reached_the_session = true;
                 break;
             }
@@ -459,6 +614,21 @@ async fn read_channel(
     }
     *budget -= kept.len();
     Ok((skipped, kept.into()))
+}
+
+/// How far past the session's start (on Discord's clock) the history is
+/// still read: `Date` has whole seconds, so the start is known within
+/// about one. Reading a message the session delivers too costs nothing
+/// (the processed marks answer it once); missing one sent in the gap's
+/// last second would lose it.
+const DATE_SLACK_MS: u64 = 1_000;
+
+/// `host_ms` (the host's clock) on Discord's clock, as far as its REST
+/// answers have told (`Date`): message times are Discord's, and a host
+/// clock behind it would make the gap's messages look newer than the
+/// session, left to a session that never delivers them.
+fn discord_ms(ctx: &Ctx, host_ms: u64) -> u64 {
+    host_ms.saturating_add_signed(ctx.rest.clock_skew_ms().unwrap_or(0))
 }
 
 /// Counts `message` among the channel's unanswered ones.

@@ -25,6 +25,7 @@ use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
 use crate::bridge::intake::watch::DirWatch;
 use crate::bridge::report::counters::Counter;
+use crate::bridge::store::nonce;
 use crate::bridge::store::outbox::ResultRecord;
 use crate::bridge::store::spool::{result_id, Aside, BadResult, Outcome, SpoolResult};
 use crate::recorder::FailureKind;
@@ -32,6 +33,7 @@ use crate::status::now_unix_ms;
 use async_io::Timer;
 use smol::channel::Receiver;
 use smol::lock::Semaphore;
+use smolcord::protocol::Snowflake;
 use smolcord::rest::Nonce;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -222,8 +224,9 @@ async fn deliver_result(ctx: &Ctx, path: &Path) -> bool {
             log::warn!("reading {}: {e}; will retry", path.display());
             return true;
         }
-        Err(BadResult::Malformed(why)) => {
+        Err(BadResult::Malformed(why, channel)) => {
             ctx.counters.bump(Counter::ResultsMalformed);
+            tell_unusable(ctx, path, &why, channel).await;
             ctx.reporter.fail(
                 FailureKind::Delivery,
                 "spool/results",
@@ -257,6 +260,54 @@ async fn deliver_result(ctx: &Ctx, path: &Path) -> bool {
                 path.display()
             );
             false
+        }
+    }
+}
+
+/// Tells whoever waits for a result that cannot be used: the user of the
+/// channel it names, else the owner (in their DM channel), once (a bad
+/// file is moved aside after this, and its notice has a nonce of its own).
+/// Only the file's name and what is wrong are said, never its content.
+async fn tell_unusable(ctx: &Ctx, path: &Path, why: &str, channel: Option<Snowflake>) {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let why: String = why.chars().take(200).collect();
+    let nonce = nonce::result_unusable(nonce::fingerprint(&[name.as_bytes()]));
+    let (channel, text) = match channel {
+        Some(channel) => (
+            channel,
+            format!("An answer for you from the agent could not be used ({why}). The bot's operator finds it as spool/malformed/{name}."),
+        ),
+        None => {
+            let Some(channel) = owner_dm(ctx).await else {
+                log::warn!("no channel to tell about the unusable result {name}");
+                return;
+            };
+            (
+                channel,
+                format!("A result in spool/results/ could not be used and names no channel: {name} ({why}). It was moved to spool/malformed/."),
+            )
+        }
+    };
+    notify(ctx, channel, &text, &nonce).await;
+}
+
+/// The owner's DM channel: remembered, else opened (and remembered).
+async fn owner_dm(ctx: &Ctx) -> Option<Snowflake> {
+    let owner = ctx.access.borrow().owner()?;
+    let known = ctx.runtime.borrow().dm_channels.get(&owner).copied();
+    if known.is_some() {
+        return known;
+    }
+    match ctx.rest.create_dm(owner).await {
+        Ok(channel) => {
+            ctx.remember_dm(owner, channel.id);
+            Some(channel.id)
+        }
+        Err(e) => {
+            log::warn!("opening the owner's DM channel: {e}");
+            None
         }
     }
 }

@@ -27,6 +27,15 @@ pub struct ReadbackBounds {
     /// Pages (of 50 messages, the most one read returns) read per channel
     /// before jumping to its newest page.
     pub pages_per_channel: usize,
+    /// The first wait before a channel whose history could not be read
+    /// (or a DM channel that could not be opened) is tried again; it
+    /// doubles after each failure, up to `retry_max`. The channel stays
+    /// held meanwhile, until it is read or `max_age` has passed since the
+    /// session began (then the gap has aged out: the notice, and the gate
+    /// opens).
+    pub retry_first: Duration,
+    /// The longest wait between two tries of one channel.
+    pub retry_max: Duration,
 }
 
 impl Default for ReadbackBounds {
@@ -37,6 +46,11 @@ impl Default for ReadbackBounds {
             total: 64,
             channels: 32,
             pages_per_channel: 5,
+            // A REST client's own retries (three 5xx, five 429s) are over
+            // in seconds; an outage of Discord's history lasts minutes:
+            // 2 s doubling to a minute keeps the tries to ~60 an hour.
+            retry_first: Duration::from_secs(2),
+            retry_max: Duration::from_secs(60),
         }
     }
 }
@@ -61,9 +75,22 @@ pub(crate) struct Skipped {
     pub author: Snowflake,
 }
 
+/// A channel whose history could not be read until the gap aged out:
+/// its user is told (never silence), and its gate opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Unread {
+    /// From when on messages may have gone unread (unix ms, Discord's
+    /// clock): the channel's mark, or the age bound.
+    pub since_unix_ms: u64,
+    /// Whose channel it is (no notice for a stranger), if known.
+    pub user: Option<Snowflake>,
+}
+
 /// What the read-back found in one channel, oldest first.
 pub(crate) struct Findings {
     pub skipped: Option<Skipped>,
+    /// The history could not be read at all (see [`Unread`]).
+    pub unread: Option<Unread>,
     pub messages: Vec<Message>,
     /// When the fresh session began (unix ms): a message sent before it
     /// is answered late and says so; one sent after it (read back while
@@ -169,6 +196,14 @@ pub(crate) fn skipped_notice(skipped: &Skipped, bounds: &ReadbackBounds) -> Stri
         clock_utc(skipped.first_unix_ms),
         bounds.per_channel,
         age_text(bounds.max_age)
+    )
+}
+
+/// The one notice for a channel whose history could not be read.
+pub(crate) fn unread_notice(unread: &Unread) -> String {
+    format!(
+        "While I was offline you may have written to me (from {} UTC on), but I could not read those messages back. Please send again what still matters.",
+        clock_utc(unread.since_unix_ms)
     )
 }
 

@@ -34,6 +34,9 @@ pub(crate) enum Notice {
     /// Messages up to this one, sent in a gap, were not answered (the
     /// read-back's bounds).
     Skipped,
+    /// The history of the channel (this id) could not be read back at
+    /// all before its gap aged out.
+    Unread,
 }
 
 /// Part `part` of the reply to `message`.
@@ -58,6 +61,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::Transcription(n) => format!("t{message}.{n}"),
         Notice::Undelivered => format!("u{message}"),
         Notice::Skipped => format!("g{message}"),
+        Notice::Unread => format!("h{message}"),
     };
     derived(text)
 }
@@ -72,6 +76,12 @@ pub(crate) fn result_part(print: u64, part: usize) -> Nonce {
 /// be delivered (in full).
 pub(crate) fn result_undelivered(print: u64) -> Nonce {
     derived(format!("n{print:016x}"))
+}
+
+/// The notice that the spool result file with [`fingerprint`] `print`
+/// (of its name) could not be used.
+pub(crate) fn result_unusable(print: u64) -> Nonce {
+    derived(format!("m{print:016x}"))
 }
 
 /// A stable 64-bit fingerprint (FNV-1a) of `fields`, each ended by a zero

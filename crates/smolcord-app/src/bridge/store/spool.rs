@@ -194,8 +194,9 @@ pub struct ArchiveEntry {
 /// Why a result file could not be used.
 #[derive(Debug)]
 pub enum BadResult {
-    /// Not JSON of the right shape (moved to `malformed/`).
-    Malformed(String),
+    /// Not JSON of the right shape (moved to `malformed/`): why, and the
+    /// channel it names if that much can be read (its user is told).
+    Malformed(String, Option<Snowflake>),
     /// Refused unread: too large, or not a regular file (moved to `rejected/`).
     Rejected(String),
     /// Gone before it was read: delivered and archived already (a scan can
@@ -264,10 +265,10 @@ impl Spool {
     /// `max_bytes`, never through a symbolic link.
     pub async fn read_result(&self, path: &Path, max_bytes: u64) -> Result<SpoolResult, BadResult> {
         let read = offload::read_capped(path, max_bytes, offload::FileKind::Regular, |bytes| {
-            parse_result(&bytes)
+            parse_result(&bytes).map_err(|why| (why, channel_named(&bytes)))
         });
         match read.await {
-            Ok(Some(parsed)) => parsed.map_err(BadResult::Malformed),
+            Ok(Some(parsed)) => parsed.map_err(|(why, channel)| BadResult::Malformed(why, channel)),
             Ok(None) => Err(BadResult::Vanished),
             Err(offload::Error::TooLarge { limit, .. }) => Err(BadResult::Rejected(format!(
                 "larger than max_result_bytes ({limit} bytes)"
@@ -340,18 +341,96 @@ pub(crate) fn is_result_name(name: &std::ffi::OsStr) -> bool {
 }
 
 /// Parses a result; the error says what is wrong (no content echoed).
+/// JSON is UTF-8 (RFC 8259); a leading byte order mark, which Windows
+/// tools and PowerShell write, is skipped, and UTF-16 marked by one is
+/// decoded: what an agent meant is plain, so it is taken. Any other
+/// encoding is refused naming it.
 pub fn parse_result(bytes: &[u8]) -> Result<SpoolResult, String> {
+    let text = decode(bytes)?;
     let result: SpoolResult =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a result object: {e}"))?;
+        serde_json::from_str(&text).map_err(|e| format!("not a result object: {e}"))?;
     if result.content.trim().is_empty() {
         return Err("`content` is empty".into());
     }
     Ok(result)
 }
 
+/// The text of a result file (see [`parse_result`]).
+fn decode(bytes: &[u8]) -> Result<std::borrow::Cow<'_, str>, String> {
+    let utf16 = |bytes: &[u8], unit: fn([u8; 2]) -> u16| {
+        if bytes.len() % 2 != 0 {
+            return Err("UTF-16 with an odd number of bytes".to_owned());
+        }
+        let units: Vec<u16> = bytes.chunks_exact(2).map(|c| unit([c[0], c[1]])).collect();
+        String::from_utf16(&units)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|_| "not valid UTF-16".to_owned())
+    };
+    match bytes {
+        [0xEF, 0xBB, 0xBF, rest @ ..] => std::str::from_utf8(rest)
+            .map(std::borrow::Cow::Borrowed)
+            .map_err(|e| format!("not valid UTF-8 after its byte order mark: {e}")),
+        [0x00, 0x00, 0xFE, 0xFF, ..] | [0xFF, 0xFE, 0x00, 0x00, ..] => {
+            Err("UTF-32, not UTF-8: write the result as UTF-8".into())
+        }
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, u16::from_be_bytes),
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, u16::from_le_bytes),
+        _ => std::str::from_utf8(bytes)
+            .map(std::borrow::Cow::Borrowed)
+            .map_err(|e| format!("not UTF-8 ({e}): write the result as UTF-8")),
+    }
+}
+
+/// The channel a result that cannot be used names, if that much of it
+/// can be read.
+fn channel_named(bytes: &[u8]) -> Option<Snowflake> {
+    #[derive(Deserialize)]
+    struct Channel {
+        channel_id: Snowflake,
+    }
+    // Lossy: a Latin-1 file still names its channel in ASCII.
+    let text = decode(bytes).map_or_else(
+        |_| String::from_utf8_lossy(bytes).into_owned(),
+        std::borrow::Cow::into_owned,
+    );
+    serde_json::from_str::<Channel>(&text)
+        .ok()
+        .map(|c| c.channel_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn odd_encodings_are_decoded_when_plain_else_refused_naming_them() {
+        let json = r#"{"channel_id":"5","content":"héllo"}"#;
+        let bom: Vec<u8> = [&[0xEF, 0xBB, 0xBF][..], json.as_bytes()].concat();
+        assert_eq!(parse_result(&bom).unwrap().content, "héllo");
+        let le: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain(json.encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        assert_eq!(parse_result(&le).unwrap().content, "héllo");
+        let be: Vec<u8> = [0xFE, 0xFF]
+            .into_iter()
+            .chain(json.encode_utf16().flat_map(u16::to_be_bytes))
+            .collect();
+        assert_eq!(parse_result(&be).unwrap().content, "héllo");
+        // Latin-1: refused, saying so; the channel is still found.
+        let latin1: Vec<u8> = json.chars().map(|c| c as u8).collect();
+        let why = parse_result(&latin1).unwrap_err();
+        assert!(why.contains("not UTF-8"), "{why}");
+        assert_eq!(channel_named(&latin1), Some(Snowflake::new(5)));
+        assert_eq!(channel_named(b"\xff\xfe{oops"), None);
+        let utf32 = [0xFF, 0xFE, 0x00, 0x00, b'{', 0, 0, 0];
+        assert!(parse_result(&utf32).unwrap_err().contains("UTF-32"));
+        assert!(parse_result(&[0xFF, 0xFE, b'{'])
+            .unwrap_err()
+            .contains("odd"));
+        let empty = br#"{"channel_id":"7","content":""}"#;
+        assert_eq!(channel_named(empty), Some(Snowflake::new(7)));
+    }
 
     #[test]
     fn result_files_and_parsing() {

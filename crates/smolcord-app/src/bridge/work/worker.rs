@@ -19,7 +19,7 @@ use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
 use crate::bridge::jobs::backlog::{
-    late_prefix, skipped_notice, snowflake_unix_ms, Findings, Tally,
+    late_prefix, skipped_notice, snowflake_unix_ms, unread_notice, Findings, Tally,
 };
 use crate::bridge::jobs::inflight::JobGuard;
 use crate::bridge::jobs::queue::{Job, Work};
@@ -139,10 +139,25 @@ async fn handle_findings(
 ) -> bool {
     let Findings {
         skipped,
+        unread,
         messages,
         session_began_unix_ms,
         tally,
     } = findings;
+    if let Some(unread) = unread {
+        // Strangers are told nothing beyond the pairing rules; a channel
+        // of no answered user (the read-back knows theirs) is a stranger's.
+        let stranger = match unread.user {
+            Some(user) => ctx.fresh_role(user).await == Role::Stranger,
+            None => true,
+        };
+        if stranger {
+            log::info!("read-back: channel {channel} of a stranger could not be read; not told");
+        } else {
+            let text = unread_notice(&unread);
+            notify(ctx, channel, &text, &nonce::notice(channel, Notice::Unread)).await;
+        }
+    }
     if let Some(skipped) = skipped {
         if !ctx.is_processed(channel, skipped.last) {
             // Strangers are told nothing beyond the pairing rules.
