@@ -46,6 +46,20 @@ impl Reporter {
         status: Option<i64>,
         message: impl Into<String>,
     ) {
+        self.fail_with_stderr(kind, place, status, message, None);
+    }
+
+    /// Records a failed command with the end of its stderr (already made
+    /// fit for the journal: `work::stderr_tail`). Repeats are held back by
+    /// kind, place and message, whatever their stderr said.
+    pub fn fail_with_stderr(
+        &self,
+        kind: FailureKind,
+        place: impl Into<String>,
+        status: Option<i64>,
+        message: impl Into<String>,
+        stderr: Option<String>,
+    ) {
         self.counters.bump(Counter::Failures);
         let key = (kind, place.into(), message.into());
         let verdict = self.throttle.check(&key, Instant::now());
@@ -60,7 +74,7 @@ impl Reporter {
                 message = format!("{message} (and {held_back} more like it, not journalled)");
             }
         }
-        self.record(kind, place, status, message);
+        self.record(kind, place, status, message, stderr);
     }
 
     /// Records a failed REST call: its route, status and a type-only
@@ -78,16 +92,24 @@ impl Reporter {
     pub fn flush_held_back(&self) {
         for ((kind, place, message), held_back) in self.throttle.take_held_back() {
             let message = format!("{message} ({held_back} more like it, not journalled)");
-            self.record(kind, place, None, message);
+            self.record(kind, place, None, message, None);
         }
     }
 
-    fn record(&self, kind: FailureKind, place: String, status: Option<i64>, message: String) {
+    fn record(
+        &self,
+        kind: FailureKind,
+        place: String,
+        status: Option<i64>,
+        message: String,
+        stderr: Option<String>,
+    ) {
         let failure = Failure {
             kind,
             place,
             status,
             message,
+            stderr,
         };
         if self.recorder.record(failure) == Admission::Dropped {
             log::debug!("failure record ({kind:?}) dropped by the recorder");

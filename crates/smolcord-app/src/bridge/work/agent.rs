@@ -6,9 +6,11 @@
 //! (1 MiB) is dropped, and the reply then says so in its last line. An
 //! agent that runs past `agent_timeout_s` is stopped, and what it printed
 //! is still its reply: whole if it had closed its stdout by then, else with
-//! a last line saying it may be cut.
+//! a last line saying it may be cut. The end of its stderr goes with every
+//! warning and failure record about it, and to the debug log on success.
 
 use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::stderr_tail::operator_tail;
 use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce;
@@ -89,10 +91,18 @@ fn judge(
     output_cap: usize,
     out: &CommandOutput,
 ) -> Result<Reply, String> {
-    let fail = |status: Option<i64>, why: String, user: String| {
-        log::warn!("agent_cmd {why}");
+    let stderr = operator_tail(&out.stderr, out.stderr_truncated);
+    let said = stderr
+        .as_deref()
+        .map_or(String::new(), |s| format!("; its stderr ends: {s}"));
+    let record = |status: Option<i64>, why: String| {
+        log::warn!("agent_cmd {why}{said}");
         ctx.counters.bump(Counter::AgentFailures);
-        ctx.reporter.fail(FailureKind::Agent, program, status, why);
+        ctx.reporter
+            .fail_with_stderr(FailureKind::Agent, program, status, why, stderr.clone());
+    };
+    let fail = |status: Option<i64>, why: String, user: String| {
+        record(status, why);
         Err(user)
     };
     let secs = timeout.as_secs();
@@ -106,15 +116,13 @@ fn judge(
     if out.timed_out {
         // What it printed is delivered: an agent that answers and then runs
         // on (its own clean-up, a child holding on) has still answered.
-        ctx.counters.bump(Counter::AgentFailures);
         let complete = out.stdout_closed_in_time && !out.stdout_truncated;
         let why = if out.stdout_closed_in_time {
             format!("closed its output but ran past the {secs} s timeout; it was stopped and its answer delivered")
         } else {
             format!("timed out after {secs} s; delivering what it printed, which may be cut")
         };
-        log::warn!("agent_cmd {why}");
-        ctx.reporter.fail(FailureKind::Agent, program, None, why);
+        record(None, why);
         let cut_note = (!complete).then(|| {
             format!(
                 "(The agent did not finish within {secs} s and was stopped: this answer may be cut.)"
@@ -148,6 +156,9 @@ fn judge(
             "gave an empty reply".to_owned(),
             "The agent finished without a reply.".to_owned(),
         );
+    }
+    if let Some(stderr) = &stderr {
+        log::debug!("agent_cmd succeeded; its stderr ends: {stderr}");
     }
     let cut_note = out.stdout_truncated.then(|| {
         log::warn!("agent_cmd printed more than {output_cap} bytes; the reply is cut there");

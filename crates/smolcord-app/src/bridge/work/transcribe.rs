@@ -1,11 +1,12 @@
 //! Voice notes: download each audio attachment (size cap, timeout) to a
 //! temp file in the state dir, run `transcribe_cmd` with the file path
 //! appended (through offload: timeout, process-group kill), and keep the
-//! transcript. A failure is reported to the user plainly and recorded, and
-//! only holds up its own message.
+//! transcript. A failure is reported to the user plainly and recorded (with
+//! the end of the transcriber's stderr), and only holds up its own message.
 
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::notify;
+use crate::bridge::deliver::stderr_tail::operator_tail;
 use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce::{self, Notice};
@@ -26,13 +27,15 @@ pub(crate) enum TranscribeError {
         limit: u64,
     },
     Download(RestError),
-    TimedOut(Duration),
+    /// The end of its stderr rides along, for the operator.
+    TimedOut(Duration, Option<String>),
     Failed {
         exit_code: Option<i32>,
         signal: Option<i32>,
+        stderr: Option<String>,
     },
     Spawn(offload::Error),
-    Empty,
+    Empty(Option<String>),
 }
 
 impl TranscribeError {
@@ -46,23 +49,37 @@ impl TranscribeError {
                 format!("it is larger than the {} MB limit", limit / (1024 * 1024))
             }
             TranscribeError::Download(_) => "it could not be downloaded".to_owned(),
-            TranscribeError::TimedOut(limit) => {
+            TranscribeError::TimedOut(limit, _) => {
                 format!("transcribing took longer than {} s", limit.as_secs())
             }
             TranscribeError::Failed { .. } | TranscribeError::Spawn(_) => {
                 "the transcriber failed".to_owned()
             }
-            TranscribeError::Empty => "no speech was recognised".to_owned(),
+            TranscribeError::Empty(_) => "no speech was recognised".to_owned(),
         };
         format!("Sorry, I could not transcribe your voice message: {why}.")
     }
 
-    /// For the log: the type-only text plus the underlying error.
+    /// For the log: the type-only text plus the underlying error, or the
+    /// end of the transcriber's stderr.
     fn log_text(&self) -> String {
         match self {
             TranscribeError::Download(e) => format!("download failed: {e}"),
             TranscribeError::Spawn(e) => format!("transcribe_cmd could not be run: {e}"),
-            other => other.record_text(),
+            other => match other.stderr() {
+                Some(stderr) => format!("{}; its stderr ends: {stderr}", other.record_text()),
+                None => other.record_text(),
+            },
+        }
+    }
+
+    /// The end of the transcriber's stderr, if it ran and said anything.
+    fn stderr(&self) -> Option<String> {
+        match self {
+            TranscribeError::TimedOut(_, stderr)
+            | TranscribeError::Failed { stderr, .. }
+            | TranscribeError::Empty(stderr) => stderr.clone(),
+            _ => None,
         }
     }
 
@@ -74,7 +91,9 @@ impl TranscribeError {
                 format!("attachment of {size} bytes over the {limit}-byte cap")
             }
             TranscribeError::Download(_) => "download failed".into(),
-            TranscribeError::TimedOut(limit) => format!("timed out after {} s", limit.as_secs()),
+            TranscribeError::TimedOut(limit, _) => {
+                format!("timed out after {} s", limit.as_secs())
+            }
             TranscribeError::Failed {
                 exit_code: Some(code),
                 ..
@@ -85,7 +104,7 @@ impl TranscribeError {
             } => format!("killed by signal {signal}"),
             TranscribeError::Failed { .. } => "ended abnormally".into(),
             TranscribeError::Spawn(_) => "could not be started".into(),
-            TranscribeError::Empty => "empty transcript".into(),
+            TranscribeError::Empty(_) => "empty transcript".into(),
         }
     }
 }
@@ -143,11 +162,12 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
                             TranscribeError::Failed { exit_code, .. } => exit_code.map(i64::from),
                             _ => None,
                         };
-                        ctx.reporter.fail(
+                        ctx.reporter.fail_with_stderr(
                             FailureKind::Transcription,
                             program,
                             status,
                             other.record_text(),
+                            other.stderr(),
                         );
                     }
                 }
@@ -209,18 +229,23 @@ async fn download_and_run(
     let out = run_command(tool_command(argv, timeout))
         .await
         .map_err(TranscribeError::Spawn)?;
+    let stderr = operator_tail(&out.stderr, out.stderr_truncated);
     if out.timed_out {
-        return Err(TranscribeError::TimedOut(timeout));
+        return Err(TranscribeError::TimedOut(timeout, stderr));
     }
     if !out.success() {
         return Err(TranscribeError::Failed {
             exit_code: out.exit_code,
             signal: out.signal,
+            stderr,
         });
     }
     let text = out.stdout_text();
     if text.trim().is_empty() {
-        return Err(TranscribeError::Empty);
+        return Err(TranscribeError::Empty(stderr));
+    }
+    if let Some(stderr) = &stderr {
+        log::debug!("transcribe_cmd succeeded; its stderr ends: {stderr}");
     }
     Ok(text.trim().to_owned())
 }
@@ -240,7 +265,7 @@ mod tests {
 
     #[test]
     fn user_texts_are_plain() {
-        let e = TranscribeError::TimedOut(Duration::from_secs(25));
+        let e = TranscribeError::TimedOut(Duration::from_secs(25), None);
         assert_eq!(
             e.user_text(),
             "Sorry, I could not transcribe your voice message: transcribing took longer than 25 s."
