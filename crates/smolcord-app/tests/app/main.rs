@@ -11,6 +11,8 @@ mod support;
 #[cfg(feature = "sim")]
 mod agent_errors;
 #[cfg(feature = "sim")]
+mod agent_schema;
+#[cfg(feature = "sim")]
 mod bridge_access;
 #[cfg(feature = "sim")]
 mod bridge_bounds;

@@ -341,6 +341,11 @@ pub(crate) fn is_result_name(name: &std::ffi::OsStr) -> bool {
 
 /// Parses a result; the error says what is wrong (no content echoed).
 pub fn parse_result(bytes: &[u8]) -> Result<SpoolResult, String> {
+    // serde takes a struct from an array too (`["5", "hi"]`): the
+    // contract (docs/result.schema.json) is an object, and only that.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err("not a result object: a JSON object `{…}` is expected".into());
+    }
     let result: SpoolResult =
         serde_json::from_slice(bytes).map_err(|e| format!("not a result object: {e}"))?;
     if result.content.trim().is_empty() {
@@ -366,6 +371,7 @@ mod tests {
         let ok = parse_result(br#"{"channel_id":"5","content":"hi"}"#).unwrap();
         assert_eq!(ok.channel_id, Snowflake::new(5));
         assert!(parse_result(b"{").unwrap_err().contains("line 1"));
+        assert!(parse_result(br#"["5","hi"]"#).is_err());
         assert!(parse_result(br#"{"channel_id":"x","content":"hi"}"#).is_err());
         assert!(parse_result(br#"{"channel_id":"5","content":"  "}"#).is_err());
     }
