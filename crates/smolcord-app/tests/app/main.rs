@@ -40,6 +40,7 @@ mod cli_lifecycle;
 #[cfg(feature = "sim")]
 mod cli_run;
 mod config_load;
+mod contrib_whisper;
 #[cfg(feature = "sim")]
 mod crash_exactly_once;
 #[cfg(feature = "sim")]
