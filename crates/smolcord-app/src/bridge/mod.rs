@@ -332,9 +332,15 @@ impl Bridge {
         }
 
         let concurrency = self.config.agent_concurrency.max(1);
+        let files = store::files::TaskFiles::new(
+            &state_dir,
+            self.tunables.files_budget,
+            self.tunables.files_max_age,
+        );
+        files.load(std::time::SystemTime::now()).await;
         let ctx = Rc::new(Ctx {
-            tmp_dir: state_dir.join("tmp"),
             spool: Spool::new(&state_dir),
+            files,
             outbox: Outbox::new(&state_dir),
             state_dir,
             tunables: self.tunables,

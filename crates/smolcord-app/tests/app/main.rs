@@ -51,6 +51,8 @@ mod example_bot;
 #[cfg(feature = "sim")]
 mod examples_run;
 #[cfg(feature = "sim")]
+mod files_in;
+#[cfg(feature = "sim")]
 mod idle_state;
 mod packaging_env;
 #[cfg(feature = "sim")]

@@ -37,6 +37,8 @@ pub struct CommandSpec {
     pub timeout: Duration,
     /// The child's environment.
     pub env: CommandEnv,
+    /// Variables set on top of `env` (say, where a task's files are).
+    pub env_add: Vec<(String, String)>,
     /// At most this many bytes of stdout, and of stderr, are kept; the rest is drained and dropped.
     pub output_cap: usize,
     /// `Some(n)`: keep the *last* `n` bytes of stderr instead of the first
@@ -76,6 +78,7 @@ impl CommandSpec {
             stdin: None,
             timeout,
             env: CommandEnv::Inherit,
+            env_add: Vec::new(),
             output_cap: Self::DEFAULT_OUTPUT_CAP,
             stderr_tail: None,
             cwd: None,
@@ -102,6 +105,10 @@ impl fmt::Debug for CommandSpec {
             .field("stdin_bytes", &self.stdin.as_ref().map(Vec::len))
             .field("timeout", &self.timeout)
             .field("env", &self.env)
+            .field(
+                "env_add",
+                &self.env_add.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .field("output_cap", &self.output_cap)
             .field("stderr_tail", &self.stderr_tail)
             .field("cwd", &self.cwd)

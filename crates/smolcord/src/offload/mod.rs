@@ -36,6 +36,7 @@ mod json;
 mod leftovers;
 mod lock;
 mod supervise;
+mod tree;
 
 pub use atomic::{
     write_bytes_atomic, write_json_atomic, write_json_atomic_owned, write_json_atomic_with_backup,
@@ -49,6 +50,7 @@ pub use fs::{
 pub use json::{read_json, Fallback};
 pub use leftovers::MARKER_VAR;
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
+pub use tree::{list_files, modified, remove_tree, tree_bytes, DirFiles, TREE_DEPTH};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.
 ///

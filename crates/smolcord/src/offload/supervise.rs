@@ -175,6 +175,7 @@ fn build(spec: &CommandSpec, program: &str) -> std::process::Command {
             command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
         }
     }
+    command.envs(spec.env_add.iter().map(|(k, v)| (k, v)));
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }

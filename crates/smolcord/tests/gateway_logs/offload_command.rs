@@ -126,6 +126,25 @@ fn output_over_the_cap_is_truncated_reported_and_drained() {
 }
 
 #[test]
+fn env_add_sets_variables_on_top_of_the_environment_rule() {
+    let mut s = spec(&["sh", "-c", "echo \"$SMOLCORD_X:${HOME:+home}\""], SHORT);
+    s.env = CommandEnv::InheritWithout(vec!["NOTHING".into()]);
+    s.env_add = vec![("SMOLCORD_X".into(), "a b".into())];
+    let out = run(s).expect("run");
+    assert_eq!(
+        out.stdout_text(),
+        format!(
+            "a b:{}",
+            if std::env::var_os("HOME").is_some() {
+                "home"
+            } else {
+                ""
+            }
+        )
+    );
+}
+
+#[test]
 fn a_stderr_tail_keeps_the_last_line_after_pages_of_noise() {
     let mut s = spec(
         &[

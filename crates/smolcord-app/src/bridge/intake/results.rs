@@ -296,6 +296,11 @@ async fn deliver_parts(
         },
     )
     .await;
+    // Its task is done: the files it was given (named after the task, as
+    // the result is) go, and the agent's output files with them.
+    if settled.is_ok() {
+        ctx.files.remove(id).await;
+    }
     // Only a result of several parts (or one that fell back from a file to
     // text) ever has a record on disk.
     if settled.is_ok() && (plan.parts() > 1 || record.sent.as_text) {

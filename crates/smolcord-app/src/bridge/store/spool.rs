@@ -52,7 +52,8 @@ pub struct Task {
     pub content: String,
     /// Transcripts of voice notes.
     pub transcripts: Vec<Transcript>,
-    /// Attachments (the URLs are signed and expire).
+    /// Attachments: each downloaded to `path`, or `left_out` saying why
+    /// not (the URLs are signed and expire).
     pub attachments: Vec<TaskAttachment>,
     /// When the bridge received it (unix ms).
     pub received_unix_ms: u64,
@@ -93,6 +94,13 @@ pub struct TaskAttachment {
     pub size: u64,
     /// CDN URL.
     pub url: String,
+    /// The downloaded file, when it was downloaded (an absolute path in
+    /// the task's `in/` directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Why it was not downloaded, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
 }
 
 impl From<&Attachment> for TaskAttachment {
@@ -103,6 +111,8 @@ impl From<&Attachment> for TaskAttachment {
             content_type: a.content_type.clone(),
             size: a.size,
             url: a.url.clone(),
+            path: None,
+            left_out: None,
         }
     }
 }

@@ -24,6 +24,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+/// The variable naming the task's downloaded attachments' directory.
+pub const INPUT_DIR_VAR: &str = "SMOLCORD_INPUT_DIR";
+
 /// The placeholder's text.
 pub const PLACEHOLDER: &str = "working…";
 
@@ -51,6 +54,13 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let program = argv.first().cloned().unwrap_or_default();
     let mut spec = tool_command(argv, timeout);
     spec.stdin = serde_json::to_vec(task).ok();
+    // For a shell script: `cat "$SMOLCORD_INPUT_DIR"/*` (the task's
+    // `attachments[].path` says the same, file by file).
+    if task.attachments.iter().any(|a| a.path.is_some()) {
+        let dir = ctx.files.in_dir(&task.id);
+        spec.env_add
+            .push((INPUT_DIR_VAR.into(), dir.to_string_lossy().into_owned()));
+    }
     let output_cap = spec.output_cap;
 
     // The indicator runs as its own task so that stopping it never cuts a

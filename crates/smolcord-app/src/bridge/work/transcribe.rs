@@ -1,5 +1,5 @@
-//! Voice notes: download each audio attachment (size cap, timeout) to a
-//! temp file in the state dir, run `transcribe_cmd` with the file path
+//! Voice notes: run `transcribe_cmd` on each audio attachment, downloaded
+//! with the message's other files ([`super::files_in`]), with the file path
 //! appended (through offload: timeout, process-group kill), and keep the
 //! transcript. A failure is reported to the user plainly and recorded (with
 //! the end of the transcriber's stderr), and only holds up its own message.
@@ -11,22 +11,20 @@ use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::spool::Transcript;
+use crate::bridge::work::files_in::Fetched;
 use crate::recorder::FailureKind;
 use smolcord::offload::{self, run_command};
 use smolcord::protocol::{Attachment, Message};
-use smolcord::rest::RestError;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 /// Why a voice note has no transcript.
 #[derive(Debug)]
 pub(crate) enum TranscribeError {
     NotConfigured,
-    TooLarge {
-        size: u64,
-        limit: u64,
-    },
-    Download(RestError),
+    /// Not downloaded (the user was told why with the message's other
+    /// attachments).
+    LeftOut(String),
     /// The end of its stderr rides along, for the operator.
     TimedOut(Duration, Option<String>),
     Failed {
@@ -45,10 +43,7 @@ impl TranscribeError {
             TranscribeError::NotConfigured => {
                 "voice messages are not set up on this bot".to_owned()
             }
-            TranscribeError::TooLarge { limit, .. } => {
-                format!("it is larger than the {} MB limit", limit / (1024 * 1024))
-            }
-            TranscribeError::Download(_) => "it could not be downloaded".to_owned(),
+            TranscribeError::LeftOut(why) => why.clone(),
             TranscribeError::TimedOut(limit, _) => {
                 format!("transcribing took longer than {} s", limit.as_secs())
             }
@@ -64,7 +59,6 @@ impl TranscribeError {
     /// end of the transcriber's stderr.
     fn log_text(&self) -> String {
         match self {
-            TranscribeError::Download(e) => format!("download failed: {e}"),
             TranscribeError::Spawn(e) => format!("transcribe_cmd could not be run: {e}"),
             other => match other.stderr() {
                 Some(stderr) => format!("{}; its stderr ends: {stderr}", other.record_text()),
@@ -87,10 +81,7 @@ impl TranscribeError {
     fn record_text(&self) -> String {
         match self {
             TranscribeError::NotConfigured => "no transcribe_cmd configured".into(),
-            TranscribeError::TooLarge { size, limit } => {
-                format!("attachment of {size} bytes over the {limit}-byte cap")
-            }
-            TranscribeError::Download(_) => "download failed".into(),
+            TranscribeError::LeftOut(why) => format!("not downloaded: {why}"),
             TranscribeError::TimedOut(limit, _) => {
                 format!("timed out after {} s", limit.as_secs())
             }
@@ -109,28 +100,18 @@ impl TranscribeError {
     }
 }
 
-/// A file name extension we are willing to put on a temp file.
-fn extension(filename: &str) -> &str {
-    match filename.rsplit_once('.') {
-        Some((_, ext))
-            if !ext.is_empty()
-                && ext.len() <= 8
-                && ext.bytes().all(|b| b.is_ascii_alphanumeric()) =>
-        {
-            ext
-        }
-        _ => "ogg",
-    }
-}
-
-/// Transcribes every audio attachment of `message`; failures are reported
-/// to the user and recorded here. Returns the transcripts that worked and
-/// whether any failed.
-pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Transcript>, bool) {
+/// Transcribes every audio attachment of `message` from its downloaded
+/// file; failures are reported to the user and recorded here. Returns the
+/// transcripts that worked and whether any failed.
+pub(crate) async fn transcribe_message(
+    ctx: &Ctx,
+    message: &Message,
+    fetched: &Fetched,
+) -> (Vec<Transcript>, bool) {
     let mut transcripts = Vec::new();
     let mut failed = false;
     for (n, attachment) in message.audio_attachments().enumerate() {
-        match transcribe_one(ctx, message, attachment).await {
+        match transcribe_one(ctx, attachment, fetched).await {
             Ok(text) => {
                 ctx.counters.bump(Counter::Transcriptions);
                 transcripts.push(Transcript {
@@ -148,9 +129,8 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
                     e.log_text()
                 );
                 match &e {
-                    TranscribeError::Download(rest) => {
-                        ctx.reporter.rest_failure(FailureKind::Transcription, rest)
-                    }
+                    // Told and recorded with the message's attachments.
+                    TranscribeError::LeftOut(_) => continue,
                     other => {
                         let program = ctx
                             .config
@@ -181,48 +161,29 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
 
 async fn transcribe_one(
     ctx: &Ctx,
-    message: &Message,
     attachment: &Attachment,
+    fetched: &Fetched,
 ) -> Result<String, TranscribeError> {
     let Some(argv) = ctx.config.transcribe_cmd.clone() else {
         return Err(TranscribeError::NotConfigured);
     };
-    let limit = ctx.config.max_attachment_bytes;
-    if attachment.size > limit {
-        return Err(TranscribeError::TooLarge {
-            size: attachment.size,
-            limit,
-        });
+    match fetched.paths.get(&attachment.id) {
+        Some(path) => run_transcriber(ctx, argv, path).await,
+        None => Err(TranscribeError::LeftOut(
+            fetched
+                .left_out
+                .get(&attachment.id)
+                .cloned()
+                .unwrap_or_else(|| "not downloaded".to_owned()),
+        )),
     }
-    let path: PathBuf = ctx.tmp_dir.join(format!(
-        "voice-{}-{}.{}",
-        message.id,
-        attachment.id,
-        extension(&attachment.filename)
-    ));
-    let result = download_and_run(ctx, argv, attachment, &path).await;
-    if let Err(e) = offload::remove_file(&path).await {
-        log::warn!("removing a voice-note temp file: {e}");
-    }
-    result
 }
 
-async fn download_and_run(
+async fn run_transcriber(
     ctx: &Ctx,
     mut argv: Vec<String>,
-    attachment: &Attachment,
-    path: &std::path::Path,
+    path: &Path,
 ) -> Result<String, TranscribeError> {
-    ctx.rest
-        .download(&attachment.url, ctx.config.max_attachment_bytes, path)
-        .await
-        .map_err(|e| match e {
-            RestError::TooLarge { limit, .. } => TranscribeError::TooLarge {
-                size: attachment.size,
-                limit,
-            },
-            other => TranscribeError::Download(other),
-        })?;
     argv.push(path.to_string_lossy().into_owned());
     let timeout = Duration::from_secs(ctx.config.transcribe_timeout_s);
     let _slot = ctx.transcribe_slots.acquire().await;
@@ -253,15 +214,6 @@ async fn download_and_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn temp_file_extensions_are_tame() {
-        assert_eq!(extension("voice-message.ogg"), "ogg");
-        assert_eq!(extension("a.MP3"), "MP3");
-        assert_eq!(extension("../../etc/passwd"), "ogg");
-        assert_eq!(extension("x.o/g"), "ogg");
-        assert_eq!(extension("noext"), "ogg");
-    }
 
     #[test]
     fn user_texts_are_plain() {

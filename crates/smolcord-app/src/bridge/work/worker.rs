@@ -28,6 +28,7 @@ use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::outbox::ReplyRecord;
 use crate::bridge::store::spool::Task;
 use crate::bridge::work::agent::{run_agent, AgentRun};
+use crate::bridge::work::files_in::{fetch_attachments, Fetched};
 use crate::bridge::work::transcribe::transcribe_message;
 use crate::bridge::work::verdict::{decide, Verdict};
 use crate::recorder::FailureKind;
@@ -208,13 +209,15 @@ fn is_late(sent_unix_ms: u64, began_unix_ms: u64) -> bool {
 }
 
 /// The end of a message: its processed mark on disk, then its reply record
-/// (if any) removed. If the mark cannot be written, the record stays: the
-/// next start finds it.
+/// (if any) and its task's files removed. If the mark cannot be written,
+/// the record and the files stay: the next start finds them. A spooled
+/// task (not recorded) keeps its files until its result is delivered.
 async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: bool) {
     if ctx.record_processed(channel, message).await && recorded {
         if let Err(e) = ctx.outbox.remove_reply(channel, message).await {
             log::warn!("removing a delivered reply's record: {e}");
         }
+        ctx.files.remove(&message.to_string()).await;
     }
 }
 
@@ -372,13 +375,20 @@ async fn accept(
         notify(ctx, message.channel_id, text, &nonce).await;
         return Handled::Done;
     }
+    let fetched = if message.attachments.is_empty() {
+        Fetched::default()
+    } else {
+        guard.stage(format!("{what}: downloading its attachments"));
+        fetch_attachments(ctx, message).await
+    };
     let (transcripts, _failed) = if message.audio_attachments().next().is_some() {
         guard.stage(format!("{what}: transcribing"));
-        transcribe_message(ctx, message).await
+        transcribe_message(ctx, message, &fetched).await
     } else {
         (Vec::new(), false)
     };
-    let task = Task::new(message, transcripts, received_unix_ms);
+    let mut task = Task::new(message, transcripts, received_unix_ms);
+    fetched.fill(&mut task.attachments);
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
         log::debug!("{what}: nothing to hand to the agent");
