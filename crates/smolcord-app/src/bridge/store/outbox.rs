@@ -45,7 +45,7 @@ const MAX_RECORD_BYTES: u64 = 8 << 20;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Sent {
     /// The ids of the messages created (or edited), in part order.
-    pub message_ids: Vec<String>,
+    pub message_ids: Vec<Snowflake>,
     /// The reply was to go as a file, the upload was refused for good, and
     /// it goes as (at most `delivery`'s `MAX_FALLBACK_MESSAGES`) text
     /// messages instead: recorded before the first of them, so a restart
@@ -90,7 +90,7 @@ pub(crate) struct ReplyRecord {
     pub notice: bool,
     /// The "working…" message the first part replaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placeholder: Option<String>,
+    pub placeholder: Option<Snowflake>,
     /// What went out so far.
     #[serde(default)]
     pub sent: Sent,
@@ -357,7 +357,7 @@ mod tests {
             outbox.create_dir().await.unwrap();
             let mut record = reply(7, 100);
             outbox.save(&record).await.unwrap();
-            record.sent.message_ids.push("555".into());
+            record.sent.message_ids.push(Snowflake::new(555));
             outbox.save(&record).await.unwrap();
             outbox.save(&reply(8, 200)).await.unwrap();
             let (listed, more) = outbox.replies(10).await.unwrap();
@@ -391,7 +391,7 @@ mod tests {
             offload::create_dir_all(&results).await.unwrap();
             let mut record = outbox.result("a.json", channel, "one").await.unwrap();
             assert_eq!(record.sent.parts(), 0);
-            record.sent.message_ids.push("1".into());
+            record.sent.message_ids.push(Snowflake::new(1));
             outbox.save(&record).await.unwrap();
             assert_eq!(
                 outbox.result("a.json", channel, "one").await.unwrap(),

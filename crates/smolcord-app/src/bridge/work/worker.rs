@@ -514,15 +514,8 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
     let plan = Plan::new(&record.content, record.note.as_deref());
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
-    let placeholder = record.placeholder.clone();
-    let sent = delivery::send(
-        ctx,
-        record.channel_id,
-        &plan,
-        &mut record,
-        placeholder.as_deref(),
-    )
-    .await;
+    let placeholder = record.placeholder;
+    let sent = delivery::send(ctx, record.channel_id, &plan, &mut record, placeholder).await;
     if record.notice {
         if let Err(e) = sent {
             log::warn!("telling the user the agent failed: {e}");
