@@ -53,6 +53,8 @@ mod examples_run;
 #[cfg(feature = "sim")]
 mod files_in;
 #[cfg(feature = "sim")]
+mod files_out;
+#[cfg(feature = "sim")]
 mod idle_state;
 mod packaging_env;
 #[cfg(feature = "sim")]

@@ -2,6 +2,7 @@
 //! and the end of their stderr.
 
 pub(crate) mod delivery;
+pub(crate) mod files_out;
 pub(crate) mod shown;
 pub(crate) mod stderr_tail;
 pub(crate) mod tool;

@@ -53,6 +53,11 @@ impl TaskFiles {
         self.task_dir(id).join("in")
     }
 
+    /// `files/ID/out`: the agent's files for the reply.
+    pub fn out_dir(&self, id: &str) -> PathBuf {
+        self.task_dir(id).join("out")
+    }
+
     /// At start: what earlier runs left counts against the budget, and
     /// what is too old goes.
     pub async fn load(&self, now: SystemTime) {

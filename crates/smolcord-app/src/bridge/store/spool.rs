@@ -57,6 +57,10 @@ pub struct Task {
     pub attachments: Vec<TaskAttachment>,
     /// When the bridge received it (unix ms).
     pub received_unix_ms: u64,
+    /// Where the agent may leave files to send with its reply (the
+    /// task's `out/` directory); absent if it could not be made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_dir: Option<String>,
 }
 
 /// The author of a task.
@@ -153,6 +157,7 @@ impl Task {
                 .map(TaskAttachment::from)
                 .collect(),
             received_unix_ms,
+            output_dir: None,
         }
     }
 }

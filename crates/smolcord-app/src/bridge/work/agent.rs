@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 /// The variable naming the task's downloaded attachments' directory.
 pub const INPUT_DIR_VAR: &str = "SMOLCORD_INPUT_DIR";
 
+/// The variable naming the task's output directory.
+pub const OUTPUT_DIR_VAR: &str = "SMOLCORD_OUTPUT_DIR";
+
 /// The placeholder's text.
 pub const PLACEHOLDER: &str = "working…";
 
@@ -62,6 +65,10 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
         spec.env_add
             .push((INPUT_DIR_VAR.into(), dir.to_string_lossy().into_owned()));
     }
+    // `cp chart.png "$SMOLCORD_OUTPUT_DIR"/`: sent with the reply.
+    if let Some(dir) = &task.output_dir {
+        spec.env_add.push((OUTPUT_DIR_VAR.into(), dir.clone()));
+    }
     let output_cap = spec.output_cap;
 
     // The indicator runs as its own task so that stopping it never cuts a
@@ -82,8 +89,22 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     drop(stop_tx);
     let placeholder = done_rx.recv().await.unwrap_or(None);
 
+    // What it left to send counts against the files budget until the
+    // reply is done.
+    let out_dir = ctx.files.out_dir(&task.id);
+    let left_files = match smolcord::offload::tree_bytes(&out_dir).await {
+        Ok(bytes) => {
+            ctx.files.add(bytes);
+            let listed = smolcord::offload::list_files(&out_dir, 1).await;
+            listed.is_ok_and(|l| !l.files.is_empty() || !l.others.is_empty())
+        }
+        Err(e) => {
+            log::warn!("{e}");
+            false
+        }
+    };
     let reply = match result {
-        Ok(out) => judge(ctx, &program, timeout, output_cap, &out),
+        Ok(out) => judge(ctx, &program, timeout, output_cap, &out, left_files),
         Err(e) => {
             log::warn!("agent_cmd could not be run: {e}");
             ctx.counters.bump(Counter::AgentFailures);
@@ -101,6 +122,7 @@ fn judge(
     timeout: Duration,
     output_cap: usize,
     out: &CommandOutput,
+    left_files: bool,
 ) -> Result<Reply, String> {
     let stderr = operator_tail(&out.stderr, out.stderr_truncated);
     let said = stderr
@@ -157,11 +179,18 @@ fn judge(
         );
     }
     let text = out.stdout_text();
-    // Only escapes or control bytes is no reply either (nothing would show).
-    if crate::bridge::deliver::shown::visible(&text)
+    // Only escapes or control bytes is no reply either (nothing would show),
+    // unless it left files to send.
+    let blank = crate::bridge::deliver::shown::visible(&text)
         .trim()
-        .is_empty()
-    {
+        .is_empty();
+    if blank && left_files {
+        return Ok(Reply {
+            text: String::new(),
+            cut_note: None,
+        });
+    }
+    if blank {
         return fail(
             Some(0),
             "gave an empty reply".to_owned(),

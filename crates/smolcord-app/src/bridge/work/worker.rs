@@ -18,6 +18,7 @@ use crate::bridge::access::pairing::{self, code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
+use crate::bridge::deliver::files_out::{self, Outgoing};
 use crate::bridge::jobs::backlog::{
     late_prefix, skipped_notice, snowflake_unix_ms, Findings, Tally,
 };
@@ -389,6 +390,11 @@ async fn accept(
     };
     let mut task = Task::new(message, transcripts, received_unix_ms);
     fetched.fill(&mut task.attachments);
+    let out_dir = ctx.files.out_dir(&task.id);
+    match smolcord::offload::create_dir_all(&out_dir).await {
+        Ok(()) => task.output_dir = Some(out_dir.to_string_lossy().into_owned()),
+        Err(e) => log::warn!("{what}: {e}; the agent gets no output directory"),
+    }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
         log::debug!("{what}: nothing to hand to the agent");
@@ -493,6 +499,15 @@ fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRec
     }
 }
 
+/// The text's plan: none at all for files without a word.
+fn reply_plan(content: &str, note: Option<&str>, files: &Outgoing) -> Plan {
+    if content.trim().is_empty() && note.is_none() && !files.groups.is_empty() {
+        Plan::Messages(Vec::new())
+    } else {
+        Plan::new(content, note)
+    }
+}
+
 /// A reply recorded by an earlier run, queued at start-up.
 async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
     match ctx.outbox.reply(channel, message).await {
@@ -511,11 +526,26 @@ async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
 /// archive when it failed for good); an agent-failure notice that cannot be
 /// sent is only logged.
 async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
-    let plan = Plan::new(&record.content, record.note.as_deref());
+    // The agent's files: listed the same way on every try (its output
+    // directory stays until the reply is done), so the parts match.
+    let files = if record.notice {
+        Outgoing::default()
+    } else {
+        files_out::collect(&ctx.files.out_dir(&record.message_id.to_string())).await
+    };
+    let plan = reply_plan(&record.content, record.note.as_deref(), &files);
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
     let placeholder = record.placeholder;
-    let sent = delivery::send(ctx, record.channel_id, &plan, &mut record, placeholder).await;
+    let sent = delivery::send(
+        ctx,
+        record.channel_id,
+        &plan,
+        &files,
+        &mut record,
+        placeholder,
+    )
+    .await;
     if record.notice {
         if let Err(e) = sent {
             log::warn!("telling the user the agent failed: {e}");
