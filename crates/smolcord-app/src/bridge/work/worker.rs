@@ -259,19 +259,19 @@ async fn handle_message(
         }
         Verdict::Silent(why) => {
             log::debug!("message {} not answered: {why}", message.id);
-            refused(ctx);
+            refused(ctx, message.author.id);
             Handled::Done
         }
     }
 }
 
-fn refused(ctx: &Ctx) {
+fn refused(ctx: &Ctx, user: Snowflake) {
     ctx.counters.bump(Counter::Refused);
-    ctx.reporter.fail(
+    ctx.reporter.fail_about_user(
         FailureKind::AccessRefused,
         "access",
-        None,
         "message from a user not allowed",
+        user,
     );
 }
 
@@ -318,7 +318,7 @@ async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
 }
 
 async fn pair(ctx: &Ctx, message: &Message) {
-    refused(ctx);
+    refused(ctx, message.author.id);
     let pairing_nonce = nonce::notice(message.id, Notice::Pairing);
     let rules = ctx.tunables.pairing;
     let decision = ctx.pairing.borrow_mut().on_stranger(
