@@ -90,6 +90,19 @@ async fn start_and_run(
             .await
             .map_err(|e| format!("extra_ca_file (or SMOLCORD_CA_FILE): {e}"))?;
     }
+    // A command whose program does not exist stops the start, naming the
+    // key, rather than failing the first message that needs it.
+    for (key, argv) in [
+        ("agent_cmd", &config.agent_cmd),
+        ("transcribe_cmd", &config.transcribe_cmd),
+        ("dm_fallback_cmd", &config.dm_fallback_cmd),
+    ] {
+        if let Some(program) = argv.as_ref().and_then(|argv| argv.first()) {
+            smolcord::offload::find_program(program)
+                .await
+                .map_err(|why| format!("{key}: {why}"))?;
+        }
+    }
     let token = config
         .token(env)
         .await

@@ -93,3 +93,31 @@ fn an_agent_that_fails_says_why_in_the_log_and_in_failures() {
     bridge.terminate();
     assert!(bridge.wait(BOUND).success(), "{}", bridge.stderr());
 }
+
+#[test]
+fn a_command_whose_program_does_not_exist_stops_the_start_naming_the_key() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    for (key, program, said) in [
+        (
+            "agent_cmd",
+            "/nonexistent/agent",
+            "agent_cmd: `/nonexistent/agent`: No such file",
+        ),
+        (
+            "transcribe_cmd",
+            "whisper-nowhere",
+            "transcribe_cmd: `whisper-nowhere` not found in PATH",
+        ),
+    ] {
+        let state = tempfile::tempdir().unwrap();
+        let config = serde_json::json!({ key: [program, "--flag"] });
+        std::fs::write(state.path().join("config.json"), config.to_string()).unwrap();
+        let mut bridge = smolcord(&["run"], &sim, state.path());
+        let status = bridge.wait(BOUND);
+        let stderr = bridge.stderr();
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+    }
+    // Nothing got as far as the gateway.
+    assert_eq!(sim.stats().totals.identifies, 0);
+}
