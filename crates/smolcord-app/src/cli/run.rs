@@ -5,7 +5,7 @@
 
 use super::signals::{shutdown_signals, SignalRequest, SignalStream, StopAction, StopRequests};
 use super::token_check;
-use crate::bridge::{self, Bridge, BridgeOutcome, SessionFile, Tunables};
+use crate::bridge::{self, Bridge, BridgeOutcome, SessionFile, StopReason, Tunables};
 use crate::config::{Config, Env};
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::status::{self, StatusSnapshot, StopCause};
@@ -124,12 +124,15 @@ async fn start_and_run(
         future::or(
             async {
                 let _ = drain.recv().await;
+                StopReason::Requested
             },
             async {
                 match token_check::refused(&check_rest).await {
                     Some(why) => {
                         log::error!("{why}; stopping");
                         refused.set(Some(why));
+                        // Not a clean stop: the start failed.
+                        StopReason::Failed
                     }
                     None => future::pending().await,
                 }
@@ -216,7 +219,7 @@ pub async fn run_bridge<W, WF>(
     token: Token,
     tunables: Tunables,
     watch_signals: W,
-    stop: impl std::future::Future<Output = ()>,
+    stop: impl std::future::Future<Output = impl Into<StopReason>>,
 ) -> Result<BridgeOutcome, String>
 where
     W: FnOnce(bridge::ReloadHandle) -> WF,

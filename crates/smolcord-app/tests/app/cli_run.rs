@@ -49,6 +49,14 @@ fn a_rejected_token_exits_non_zero_naming_the_code_and_the_fix() {
         !stderr.contains("not-the-right-token"),
         "the token leaked: {stderr}"
     );
+    // A refused token is a failed start, not a clean stop: the restart
+    // counter (safe mode after repeated failures) keeps it.
+    assert!(!stderr.contains("clean stop"), "{stderr}");
+    let runtime = std::fs::read_to_string(state.path().join("runtime.json")).unwrap_or_default();
+    if !runtime.is_empty() {
+        let runtime: serde_json::Value = serde_json::from_str(&runtime).unwrap();
+        assert_eq!(runtime["failed_starts"], 1, "{runtime}");
+    }
 }
 
 #[test]
