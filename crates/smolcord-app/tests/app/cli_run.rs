@@ -89,6 +89,16 @@ fn sigterm_saves_the_session_and_the_next_start_resumes() {
 
     let mut second = start(&sim, state.path(), DEFAULT_SIM_TOKEN);
     wait_sim(&sim, "a resume", |e| matches!(e, SimEvent::Resumed { .. }));
+    // A run that only resumed (no READY) still says whom it runs as.
+    let shown = wait_until_blocking("status naming the bot", BOUND, || {
+        let mut status = Smolcord::spawn(
+            &["status"],
+            [("SMOLCORD_STATE_DIR", state.path().display().to_string())],
+        );
+        status.wait(BOUND);
+        Some(status.stdout()).filter(|out| out.contains("connected"))
+    });
+    assert!(!shown.contains("as ?"), "{shown}");
     assert_eq!(
         sim.stats().totals.identifies,
         1,
