@@ -172,3 +172,53 @@ fn a_spool_result_sends_the_files_its_agent_left() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn a_reply_with_files_goes_on_after_its_last_recorded_part() {
+    // No nonce window: only the outbox record keeps parts from repeating.
+    let rig = Rig::with_sim(smolcord_sim::SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        nonce_window: Duration::ZERO,
+        ..smolcord_sim::SimConfig::default()
+    });
+    run(Duration::from_secs(40), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(echo_agent(&calls));
+        // A reply recorded before a crash: its text (part 0) and its first
+        // ten files (part 1) were sent, the eleventh file (part 2) not.
+        let dm = rig.sim.dm_channel_of(ALICE);
+        let message = 1_300_000_000_000_000_001u64;
+        let out = rig.path(&format!("files/{message}/out"));
+        std::fs::create_dir_all(&out).unwrap();
+        for n in 0..11 {
+            std::fs::write(out.join(format!("f{n:02}.txt")), format!("{n}")).unwrap();
+        }
+        let outbox = smolcord_app::bridge::OUTBOX_DIR;
+        std::fs::create_dir_all(rig.path(outbox)).unwrap();
+        let record = serde_json::json!({
+            "channel_id": dm.to_string(),
+            "message_id": message.to_string(),
+            "content": "your files",
+            "sent": { "message_ids": ["1", "2"] },
+        });
+        rig.write_atomic(
+            &format!("{outbox}/reply-{dm}-{message}.json"),
+            &record.to_string(),
+        );
+
+        let bridge = rig.start(&ex, config, tunables()).await;
+        let got = settled(&rig, dm, 1).await;
+        assert_eq!(
+            attachments(&got[0]),
+            [("f10.txt".to_owned(), b"10".to_vec())]
+        );
+        let dir = rig.path(&format!("files/{message}"));
+        wait_until("the task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
+        assert_eq!(line_count(&calls), 0, "the agent ran again");
+        bridge.stop().await;
+    });
+}

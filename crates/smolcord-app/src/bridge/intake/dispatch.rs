@@ -55,7 +55,7 @@ const SLICE_TIME: Duration = Duration::from_millis(2);
 /// status` reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
 
-/// Why the `stop` future given to [`crate::bridge::Bridge::run`] ended the
+/// Why the `stop` future given to `Bridge::run` ended the
 /// run: `()` is [`StopReason::Requested`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
