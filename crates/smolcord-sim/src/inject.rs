@@ -23,11 +23,48 @@ pub struct VoiceNote {
     pub url: String,
 }
 
+/// A file a user attaches to a DM ([`Simulator::send_dm_with_files`](super::Simulator::send_dm_with_files)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimFile {
+    /// Its name, as the user's client gave it.
+    pub filename: String,
+    /// Its MIME type (Discord's `content_type`).
+    pub content_type: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl SimFile {
+    /// A file named `filename` of type `content_type`.
+    pub fn new(filename: &str, content_type: &str, bytes: impl Into<Vec<u8>>) -> SimFile {
+        SimFile {
+            filename: filename.to_owned(),
+            content_type: content_type.to_owned(),
+            bytes: bytes.into(),
+        }
+    }
+}
+
 /// A voice message's waveform: one byte per 100 ms, at most 256.
 fn waveform(duration: Duration) -> String {
     let samples = ((duration.as_millis() / 100) as usize).clamp(1, 256);
     let bytes: Vec<u8> = (0..samples).map(|i| (i * 37 % 256) as u8).collect();
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A file name as a URL path segment: Discord's CDN URLs carry the name
+/// with anything but `[A-Za-z0-9._-]` replaced by `_`.
+fn url_name(filename: &str) -> String {
+    filename
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 impl Shared {
@@ -52,6 +89,63 @@ impl Shared {
             objects::user(author_id, author_name),
             content,
             Vec::new(),
+            0,
+        );
+        state.post_from_user(&self.config, channel, id, &d);
+        (Snowflake::new(id), Snowflake::new(channel))
+    }
+
+    /// Dispatches a DM with `files` attached, each served under
+    /// `/attachments/` with its `content_type`, its attachment object
+    /// carrying `size`, `content_type` and a signed-looking `url` as
+    /// Discord's do. Returns `(message id, channel id)`.
+    pub(crate) fn send_dm_with_files(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+        files: Vec<SimFile>,
+    ) -> (Snowflake, Snowflake) {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let channel = state.dir.dm_channel(&mut state.ids, author_id, author_name);
+        let id = state.ids.next();
+        let mut attachments = Vec::new();
+        for file in files {
+            let attachment_id = state.ids.next();
+            let size = file.bytes.len();
+            state.dir.files.insert(
+                attachment_id,
+                StoredFile {
+                    content_type: file.content_type.clone(),
+                    bytes: Arc::new(file.bytes),
+                },
+            );
+            let url = format!(
+                "{}/attachments/{channel}/{attachment_id}/{}?ex=ffffffff&is=0&hm=sim",
+                self.http_base(),
+                url_name(&file.filename)
+            );
+            attachments.push(json!({
+                "id": attachment_id.to_string(),
+                "filename": file.filename,
+                "content_type": file.content_type,
+                "size": size,
+                "url": url,
+                "proxy_url": url,
+                "flags": 0,
+            }));
+        }
+        let place = MessagePlace {
+            channel_id: channel,
+            guild_id: None,
+        };
+        let d = objects::message(
+            id,
+            &place,
+            objects::user(author_id, author_name),
+            content,
+            attachments,
             0,
         );
         state.post_from_user(&self.config, channel, id, &d);

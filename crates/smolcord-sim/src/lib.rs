@@ -117,6 +117,7 @@
 //! | only the author edits a message's content | 403 50005 | documented error code |
 //! | a message's `nonce` in `GET /channels/{id}/messages` | left out | the docs list `nonce` on the message object without saying where it comes back; Discord returns it in the create answer and the MESSAGE_CREATE event only (a client building a ledger on nonces read back would pass here and fail there) |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
+//! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
 //!
 //! # Control API
 //!
@@ -191,7 +192,7 @@ pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
-pub use inject::VoiceNote;
+pub use inject::{SimFile, VoiceNote};
 pub use members::MAX_GUILD_MEMBERS;
 pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
@@ -383,6 +384,20 @@ impl Simulator {
         content: &str,
     ) -> (Snowflake, Snowflake) {
         self.shared().send_dm(author_id, author_name, content)
+    }
+
+    /// A DM with files attached (text may be empty), served by the
+    /// simulator's CDN with their `content_type` and `size`. Returns
+    /// `(message id, channel id)`.
+    pub fn send_dm_with_files(
+        &self,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+        files: Vec<SimFile>,
+    ) -> (Snowflake, Snowflake) {
+        self.shared()
+            .send_dm_with_files(author_id, author_name, content, files)
     }
 
     /// A voice-note DM: flags 8192 and one `audio/ogg` attachment whose URL

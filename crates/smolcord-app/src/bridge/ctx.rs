@@ -14,6 +14,7 @@ use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
 use crate::bridge::report::counters::BridgeCounters;
 use crate::bridge::report::reporter::Reporter;
+use crate::bridge::store::files::TaskFiles;
 use crate::bridge::store::outbox::Outbox;
 use crate::bridge::store::persist::{Coalescing, SeqFloor};
 use crate::bridge::store::spool::Spool;
@@ -35,8 +36,9 @@ pub(crate) struct Ctx {
     pub reporter: Reporter,
     pub counters: BridgeCounters,
     pub state_dir: PathBuf,
-    pub tmp_dir: PathBuf,
     pub spool: Spool,
+    /// Each task's downloaded attachments and output files, and their budget.
+    pub files: TaskFiles,
     /// Replies and results being delivered, on disk.
     pub outbox: Outbox,
     /// Only the owner is answered (lifted by the first successful turn).

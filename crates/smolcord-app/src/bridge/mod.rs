@@ -46,7 +46,7 @@ mod work;
 
 pub use access::book::{AccessFile, Role};
 pub use access::pairing::{approve_code, Approval, PairError, PairingRules};
-pub use intake::dispatch::BridgeOutcome;
+pub use intake::dispatch::{BridgeOutcome, StopReason};
 pub use jobs::backlog::ReadbackBounds;
 pub use jobs::queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
 pub use jobs::tunables::{SpoolRetry, Tunables, DRAIN_BOUND};
@@ -270,7 +270,10 @@ impl Bridge {
     /// `LocalExecutor` inside this future. On the way out: a bounded drain
     /// (what was left is logged) and a final save of session, status,
     /// runtime and directory state.
-    pub async fn run(self, stop: impl Future<Output = ()>) -> Result<BridgeOutcome, BridgeError> {
+    pub async fn run<S: Into<StopReason>>(
+        self,
+        stop: impl Future<Output = S>,
+    ) -> Result<BridgeOutcome, BridgeError> {
         let ex: Rc<LocalExecutor<'static>> = Rc::new(LocalExecutor::new());
         let state_dir = self.config.state_dir.clone();
         let debounce = self.tunables.runtime_debounce;
@@ -332,9 +335,15 @@ impl Bridge {
         }
 
         let concurrency = self.config.agent_concurrency.max(1);
+        let files = store::files::TaskFiles::new(
+            &state_dir,
+            self.tunables.files_budget,
+            self.tunables.files_max_age,
+        );
+        files.load(std::time::SystemTime::now()).await;
         let ctx = Rc::new(Ctx {
-            tmp_dir: state_dir.join("tmp"),
             spool: Spool::new(&state_dir),
+            files,
             outbox: Outbox::new(&state_dir),
             state_dir,
             tunables: self.tunables,

@@ -1,10 +1,11 @@
 //! The demo (`smolcord` with no token): the full bridge against the
 //! embedded simulator. A simulated user pairs, sends text and a voice note,
-//! a second user sends a voice note at the same time, a long-running agent
-//! drops a result in the spool — and the report shows what was handled and
+//! a second user sends a voice note at the same time, the first sends a
+//! photo and a note that the agent reads from disk and answers with a PNG,
+//! a long-running agent drops a result in the spool — and the report shows what was handled and
 //! how punctual the heartbeat stayed, measured from both sides.
 
-use super::demo_tools::SPEECH_MARKER;
+use super::demo_tools::{DEMO_PNG, SPEECH_MARKER};
 use super::run::run_bridge;
 use super::signals::{shutdown_signals, SignalRequest};
 use crate::bridge::{approve_code, CountersSnapshot, Tunables};
@@ -16,7 +17,7 @@ use futures_lite::future;
 use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rt::Timer;
-use smolcord_sim::{SimConfig, SimEvent, Simulator};
+use smolcord_sim::{SimConfig, SimEvent, SimFile, Simulator};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -138,6 +139,26 @@ async fn play_users(sim: &Simulator, state_dir: &Path) -> Result<(), String> {
         .wait_for(sim, bob_dm, |text| text.contains("porch light"))
         .await?;
 
+    // Files both ways: a photo and a note in, downloaded for the agent; a
+    // PNG out, uploaded with the reply.
+    say!("-> alice: (photo.png and notes.txt attached) \"what do you make of these?\"");
+    sim.send_dm_with_files(
+        ALICE,
+        "alice",
+        "what do you make of these?",
+        vec![
+            SimFile::new("photo.png", "image/png", DEMO_PNG),
+            SimFile::new(
+                "notes.txt",
+                "text/plain",
+                "water the plants\nfeed the cat\n",
+            ),
+        ],
+    );
+    transcript
+        .wait_for(sim, alice_dm, |text| text.contains("[answer.png"))
+        .await?;
+
     // A long-running agent answers later by dropping a result in the spool.
     let result = state_dir.join("spool/results/demo-reminder.json");
     say!("   (a long-running agent writes {})", result.display());
@@ -217,25 +238,50 @@ impl Transcript {
             // Every user's channel is shown, not only the one waited on.
             for user in [ALICE, BOB] {
                 for message in sim.messages_in(sim.dm_channel_of(user)) {
-                    if self.shown.get(&message.id) != Some(&message.content) {
-                        let first_line = message.content.lines().next().unwrap_or_default();
+                    let shown = shown_text(&message);
+                    if self.shown.get(&message.id) != Some(&shown) {
+                        let first_line = shown.lines().next().unwrap_or_default();
                         say!("<- bot: {first_line}");
-                        self.shown.insert(message.id, message.content);
+                        self.shown.insert(message.id, shown);
                     }
                 }
             }
             let found = sim
                 .messages_in(channel)
                 .into_iter()
-                .find(|message| pred(&message.content));
-            if let Some(message) = found {
-                return Ok(message.content);
+                .map(|message| shown_text(&message))
+                .find(|text| pred(text));
+            if let Some(text) = found {
+                return Ok(text);
             }
             if Instant::now() >= deadline {
                 return Err(format!("no expected reply within {STEP:?}"));
             }
             Timer::after(Duration::from_millis(50)).await;
         }
+    }
+}
+
+/// What a user sees of a bot message: its text, then each attachment as
+/// `[name, N bytes, type]`.
+fn shown_text(message: &smolcord_sim::BotMessage) -> String {
+    let files: Vec<String> = message.object["attachments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            format!(
+                "[{}, {} bytes, {}]",
+                a["filename"].as_str().unwrap_or("?"),
+                a["size"].as_u64().unwrap_or(0),
+                a["content_type"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    match (message.content.is_empty(), files.is_empty()) {
+        (_, true) => message.content.clone(),
+        (true, false) => files.join(" "),
+        (false, false) => format!("{} {}", message.content, files.join(" ")),
     }
 }
 

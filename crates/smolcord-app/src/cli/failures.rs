@@ -58,6 +58,7 @@ mod tests {
             place: "agent_cmd".into(),
             status: Some(1),
             message: format!("exit {n}"),
+            stderr: None,
         }
     }
 

@@ -27,7 +27,16 @@ pub async fn run(config: Option<&Path>, env: Env<'_>, code: &str) -> Result<Exit
             );
             Ok(ExitCode::SUCCESS)
         }
-        Err(e @ (PairError::Unknown(_) | PairError::Expired { .. })) => {
+        Err(e @ PairError::Unknown(_)) => {
+            // The usual cause besides a typo: another state dir than the
+            // bridge's (a different user, SMOLCORD_STATE_DIR unset).
+            say!(
+                "{e}; looked in {} (the bridge's state dir must be the same: set SMOLCORD_STATE_DIR or state_dir as for `smolcord run`)",
+                crate::bridge::access::pairing::pairing_path(&config.state_dir).display()
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e @ PairError::Expired { .. }) => {
             say!("{e}");
             Ok(ExitCode::FAILURE)
         }

@@ -5,7 +5,7 @@
 
 use super::signals::{shutdown_signals, SignalRequest, SignalStream, StopAction, StopRequests};
 use super::token_check;
-use crate::bridge::{self, Bridge, BridgeOutcome, SessionFile, Tunables};
+use crate::bridge::{self, Bridge, BridgeOutcome, SessionFile, StopReason, Tunables};
 use crate::config::{Config, Env};
 use crate::recorder::{Recorder, RecorderConfig};
 use crate::status::{self, StatusSnapshot, StopCause};
@@ -90,6 +90,19 @@ async fn start_and_run(
             .await
             .map_err(|e| format!("extra_ca_file (or SMOLCORD_CA_FILE): {e}"))?;
     }
+    // A command whose program does not exist stops the start, naming the
+    // key, rather than failing the first message that needs it.
+    for (key, argv) in [
+        ("agent_cmd", &config.agent_cmd),
+        ("transcribe_cmd", &config.transcribe_cmd),
+        ("dm_fallback_cmd", &config.dm_fallback_cmd),
+    ] {
+        if let Some(program) = argv.as_ref().and_then(|argv| argv.first()) {
+            smolcord::offload::find_program(program)
+                .await
+                .map_err(|why| format!("{key}: {why}"))?;
+        }
+    }
     let token = config
         .token(env)
         .await
@@ -111,12 +124,15 @@ async fn start_and_run(
         future::or(
             async {
                 let _ = drain.recv().await;
+                StopReason::Requested
             },
             async {
                 match token_check::refused(&check_rest).await {
                     Some(why) => {
                         log::error!("{why}; stopping");
                         refused.set(Some(why));
+                        // Not a clean stop: the start failed.
+                        StopReason::Failed
                     }
                     None => future::pending().await,
                 }
@@ -203,7 +219,7 @@ pub async fn run_bridge<W, WF>(
     token: Token,
     tunables: Tunables,
     watch_signals: W,
-    stop: impl std::future::Future<Output = ()>,
+    stop: impl std::future::Future<Output = impl Into<StopReason>>,
 ) -> Result<BridgeOutcome, String>
 where
     W: FnOnce(bridge::ReloadHandle) -> WF,

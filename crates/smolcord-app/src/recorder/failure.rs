@@ -16,6 +16,9 @@ use super::clock;
 pub const MAX_PLACE_BYTES: usize = 160;
 /// Longest `message` kept, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 400;
+/// Longest `stderr` kept, in bytes: its end, where a program says why it
+/// failed.
+pub const MAX_STDERR_BYTES: usize = 1200;
 
 /// What kind of thing failed (the only part named in a drop warning).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -72,6 +75,10 @@ pub struct Failure {
     pub status: Option<i64>,
     /// A short message (no user content, no token).
     pub message: String,
+    /// The end of a failed command's stderr, if it said anything (made fit
+    /// for a log by its caller: no control characters, no token). Kept apart
+    /// from `message` so that cutting a long message never cuts this.
+    pub stderr: Option<String>,
 }
 
 /// Whether a record was taken.
@@ -91,6 +98,8 @@ struct Line<'a> {
     place: &'a str,
     status: Option<i64>,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stderr: Option<&'a str>,
 }
 
 /// `failure` as one journal line, newline included.
@@ -101,6 +110,10 @@ pub(crate) fn encode(failure: &Failure, time: SystemTime) -> Result<Vec<u8>, ser
         place: cut(&failure.place, MAX_PLACE_BYTES),
         status: failure.status,
         message: cut(&failure.message, MAX_MESSAGE_BYTES),
+        stderr: failure
+            .stderr
+            .as_deref()
+            .map(|text| end_of(text, MAX_STDERR_BYTES)),
     };
     let mut bytes = serde_json::to_vec(&line)?;
     bytes.push(b'\n');
@@ -119,6 +132,15 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
+/// At most the last `max` bytes of `text`, cut on a character boundary.
+fn end_of(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +153,7 @@ mod tests {
             place: "dm".into(),
             status: Some(403),
             message: "not on the list".into(),
+            stderr: None,
         };
         let time = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
         let line = encode(&failure, time).unwrap();
@@ -151,9 +174,14 @@ mod tests {
             place: "p".repeat(1000),
             status: None,
             message: text,
+            stderr: Some(format!("{}model not found", "é".repeat(1000))),
         };
         let line = encode(&failure, UNIX_EPOCH).unwrap();
-        assert!(line.len() < MAX_PLACE_BYTES + MAX_MESSAGE_BYTES + 120);
-        assert!(serde_json::from_slice::<serde_json::Value>(&line).is_ok());
+        assert!(line.len() < MAX_PLACE_BYTES + MAX_MESSAGE_BYTES + MAX_STDERR_BYTES + 140);
+        let value: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        // The stderr keeps its end, where the reason is.
+        let stderr = value["stderr"].as_str().unwrap();
+        assert!(stderr.ends_with("model not found"), "{stderr}");
+        assert!(stderr.len() <= MAX_STDERR_BYTES);
     }
 }

@@ -46,10 +46,14 @@ pub struct JournalEntry {
     /// The short message.
     #[serde(default)]
     pub message: String,
+    /// The end of a failed command's stderr, if it said anything.
+    #[serde(default)]
+    pub stderr: Option<String>,
 }
 
 impl JournalEntry {
-    /// One readable line (no trailing newline).
+    /// One readable line (no trailing newline); a failed command's stderr
+    /// follows on a second, indented line, shown from its end.
     pub fn render(&self) -> String {
         let mut out = format!("{}  {:<14} {}", self.time, self.kind, self.place);
         if let Some(status) = self.status {
@@ -57,6 +61,9 @@ impl JournalEntry {
         }
         if !self.message.is_empty() {
             let _ = write!(out, ": {}", self.message);
+        }
+        if let Some(stderr) = self.stderr.as_deref().filter(|s| !s.is_empty()) {
+            let _ = write!(out, "\n    stderr: {stderr}");
         }
         out
     }
@@ -182,6 +189,12 @@ mod tests {
         assert_eq!(
             entry.render(),
             "2024-01-01T00:00:00.000Z  rest           POST /x [429]: slow down"
+        );
+        let failed = r#"{"time":"t","kind":"agent","place":"agent.sh","status":3,"message":"exited with code 3","stderr":"… ⏎ model not found"}"#;
+        let entry: JournalEntry = serde_json::from_str(failed).unwrap();
+        assert_eq!(
+            entry.render(),
+            "t  agent          agent.sh [3]: exited with code 3\n    stderr: … ⏎ model not found"
         );
     }
 

@@ -24,7 +24,8 @@
 //! thread held while a record merely waits.
 //!
 //! The journal is `STATE_DIR/failures.jsonl`, one JSON object per line
-//! (time, kind, place, status, message), rotated by size; [`read_journal`]
+//! (time, kind, place, status, message, and a failed command's stderr
+//! end), rotated by size; [`read_journal`]
 //! reads it back, skipping a torn last line with a notice.
 //!
 //! ```no_run
@@ -38,6 +39,7 @@
 //!     place: "POST /channels/{id}/messages".into(),
 //!     status: Some(503),
 //!     message: "service unavailable".into(),
+//!     stderr: None,
 //! }); // returns at once
 //! let unfinished = recorder.shutdown(Duration::from_secs(2)).await;
 //! # let _ = unfinished; });
@@ -64,7 +66,9 @@ use futures_lite::future;
 use admission::{Refusal, Slots};
 use writer::{Counters, Limits, Record};
 
-pub use failure::{Admission, Failure, FailureKind, MAX_MESSAGE_BYTES, MAX_PLACE_BYTES};
+pub use failure::{
+    Admission, Failure, FailureKind, MAX_MESSAGE_BYTES, MAX_PLACE_BYTES, MAX_STDERR_BYTES,
+};
 pub use file_sink::FileSink;
 pub use journal::{journal_path, read_journal, JournalContents, JournalEntry, FILE_NAME};
 pub use sink::{JournalSink, NotStarted, SinkError};

@@ -159,7 +159,12 @@ impl StatusSnapshot {
             pid: std::process::id(),
             shard: shard.shard,
             connected: shard.connected,
-            user: shard.user.as_ref().map(|user| user.username.clone()),
+            // After a resume only, the name saved from an earlier READY.
+            user: shard
+                .user
+                .as_ref()
+                .map(|user| user.username.clone())
+                .or_else(|| shard.state.bot_name.clone()),
             sessions_started: shard.sessions_started,
             resumes: shard.resumes,
             heartbeat_interval_ms: shard.heartbeat_interval_ms,

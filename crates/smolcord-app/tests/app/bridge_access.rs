@@ -93,9 +93,13 @@ fn pairing_code_is_approved_by_the_cli_while_the_bridge_runs() {
             1
         );
         let all = format!("{journal:?}");
-        assert!(
-            !all.contains("let me in") && !all.contains(&STRANGER.to_string()),
-            "{all}"
+        assert!(!all.contains("let me in"), "{all}");
+        // The refusal names whom it refused (to pair or allow them), and
+        // nothing of what they wrote.
+        let refusal = journal.iter().find(|e| e.kind == "access_refused").unwrap();
+        assert_eq!(
+            refusal.message,
+            format!("message from a user not allowed (user {STRANGER})")
         );
         // The code is used up.
         let book: PairingFile = serde_json::from_value(rig.json("pairing.json").unwrap()).unwrap();
@@ -128,6 +132,12 @@ fn wrong_and_expired_codes_are_refused() {
         let (status, out) = pair_cli(&rig, "WRNGCD23").await;
         assert_eq!(status, 1, "{out}");
         assert!(out.contains("no pending pairing code"), "{out}");
+        // It names where it looked: a wrong state dir is the other cause.
+        let looked = rig.path("pairing.json");
+        assert!(
+            out.contains(&format!("looked in {}", looked.display())),
+            "{out}"
+        );
 
         // Wait (bounded) for the clock to pass the code's expiry.
         let book: PairingFile = serde_json::from_value(rig.json("pairing.json").unwrap()).unwrap();

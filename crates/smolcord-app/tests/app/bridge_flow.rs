@@ -49,8 +49,12 @@ fn voice_note_is_transcribed_and_answered_by_the_agent() {
         // The typing indicator ran while the agent worked.
         let typing = format!("/api/v10/channels/{}/typing", note.channel_id);
         assert!(rig.sim.rest_requests().iter().any(|r| r.path == typing));
-        // The temp file is gone.
-        assert!(rig.files("tmp").is_empty(), "{:?}", rig.files("tmp"));
+        // The task's files (the downloaded voice note) are gone.
+        let dir = rig.path(&format!("files/{}", note.message_id));
+        wait_until("the task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
         let counters = bridge.counters.clone();
         // Stopping drains: the counters are final.
         bridge.stop().await;

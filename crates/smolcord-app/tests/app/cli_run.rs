@@ -49,6 +49,14 @@ fn a_rejected_token_exits_non_zero_naming_the_code_and_the_fix() {
         !stderr.contains("not-the-right-token"),
         "the token leaked: {stderr}"
     );
+    // A refused token is a failed start, not a clean stop: the restart
+    // counter (safe mode after repeated failures) keeps it.
+    assert!(!stderr.contains("clean stop"), "{stderr}");
+    let runtime = std::fs::read_to_string(state.path().join("runtime.json")).unwrap_or_default();
+    if !runtime.is_empty() {
+        let runtime: serde_json::Value = serde_json::from_str(&runtime).unwrap();
+        assert_eq!(runtime["failed_starts"], 1, "{runtime}");
+    }
 }
 
 #[test]
@@ -81,6 +89,16 @@ fn sigterm_saves_the_session_and_the_next_start_resumes() {
 
     let mut second = start(&sim, state.path(), DEFAULT_SIM_TOKEN);
     wait_sim(&sim, "a resume", |e| matches!(e, SimEvent::Resumed { .. }));
+    // A run that only resumed (no READY) still says whom it runs as.
+    let shown = wait_until_blocking("status naming the bot", BOUND, || {
+        let mut status = Smolcord::spawn(
+            &["status"],
+            [("SMOLCORD_STATE_DIR", state.path().display().to_string())],
+        );
+        status.wait(BOUND);
+        Some(status.stdout()).filter(|out| out.contains("connected"))
+    });
+    assert!(!shown.contains("as ?"), "{shown}");
     assert_eq!(
         sim.stats().totals.identifies,
         1,

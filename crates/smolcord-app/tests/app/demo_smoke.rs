@@ -16,8 +16,11 @@ fn the_demo_runs_to_its_report() {
     let (stdout, stderr) = (demo.stdout(), demo.stderr());
     assert!(status.success(), "demo failed:\n{stdout}\n{stderr}");
     for expected in [
-        "messages handled      3 (2 voice notes transcribed, 3 agent runs)",
-        "replies delivered     3 (+ 1 queued result(s) from the spool)",
+        "messages handled      4 (2 voice notes transcribed, 4 agent runs)",
+        "replies delivered     4 (+ 1 queued result(s) from the spool)",
+        // Files in, read from disk; a PNG out, uploaded with the reply.
+        "photo.png is a 70 byte PNG; my answer is answer.png; notes.txt starts «water the plants»",
+        "<- bot: [answer.png, 70 bytes, image/png]",
         "gateway sessions      1",
         "heartbeat, gateway",
         // The client's account drawn as `smolcord status` draws it; stdout

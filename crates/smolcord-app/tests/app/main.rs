@@ -9,6 +9,10 @@
 mod support;
 
 #[cfg(feature = "sim")]
+mod agent_errors;
+#[cfg(feature = "sim")]
+mod agent_schema;
+#[cfg(feature = "sim")]
 mod bridge_access;
 #[cfg(feature = "sim")]
 mod bridge_bounds;
@@ -36,6 +40,7 @@ mod cli_lifecycle;
 #[cfg(feature = "sim")]
 mod cli_run;
 mod config_load;
+mod contrib_whisper;
 #[cfg(feature = "sim")]
 mod crash_exactly_once;
 #[cfg(feature = "sim")]
@@ -45,6 +50,10 @@ mod doc_links;
 mod example_bot;
 #[cfg(feature = "sim")]
 mod examples_run;
+#[cfg(feature = "sim")]
+mod files_in;
+#[cfg(feature = "sim")]
+mod files_out;
 #[cfg(feature = "sim")]
 mod idle_state;
 mod packaging_env;

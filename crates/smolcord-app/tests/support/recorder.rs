@@ -148,6 +148,7 @@ pub fn failure(kind: FailureKind, n: usize) -> Failure {
         place: format!("place-{n} user 912345678901234567"),
         status: Some(500 + n as i64),
         message: format!("message-{n}: user said hunter2"),
+        stderr: None,
     }
 }
 

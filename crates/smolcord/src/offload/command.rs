@@ -37,8 +37,14 @@ pub struct CommandSpec {
     pub timeout: Duration,
     /// The child's environment.
     pub env: CommandEnv,
+    /// Variables set on top of `env` (say, where a task's files are).
+    pub env_add: Vec<(String, String)>,
     /// At most this many bytes of stdout, and of stderr, are kept; the rest is drained and dropped.
     pub output_cap: usize,
+    /// `Some(n)`: keep the *last* `n` bytes of stderr instead of the first
+    /// `output_cap` (a failing program's reason is usually its last line,
+    /// after pages of progress).
+    pub stderr_tail: Option<usize>,
     /// Working directory; `None` keeps ours.
     pub cwd: Option<PathBuf>,
     /// Time between SIGTERM and SIGKILL after a timeout.
@@ -73,7 +79,9 @@ impl CommandSpec {
             stdin: None,
             timeout,
             env: CommandEnv::Inherit,
+            env_add: Vec::new(),
             output_cap: Self::DEFAULT_OUTPUT_CAP,
+            stderr_tail: None,
             cwd: None,
             kill_grace: Self::DEFAULT_KILL_GRACE,
         }
@@ -98,7 +106,12 @@ impl fmt::Debug for CommandSpec {
             .field("stdin_bytes", &self.stdin.as_ref().map(Vec::len))
             .field("timeout", &self.timeout)
             .field("env", &self.env)
+            .field(
+                "env_add",
+                &self.env_add.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .field("output_cap", &self.output_cap)
+            .field("stderr_tail", &self.stderr_tail)
             .field("cwd", &self.cwd)
             .field("kill_grace", &self.kill_grace)
             .finish()
@@ -129,11 +142,13 @@ pub struct CommandOutput {
     pub signal: Option<i32>,
     /// Captured stdout (at most `output_cap` bytes).
     pub stdout: Vec<u8>,
-    /// Captured stderr (at most `output_cap` bytes).
+    /// Captured stderr (at most `output_cap` bytes, or its last
+    /// `stderr_tail` bytes).
     pub stderr: Vec<u8>,
     /// stdout had more than `output_cap` bytes; the rest was dropped.
     pub stdout_truncated: bool,
-    /// stderr had more than `output_cap` bytes; the rest was dropped.
+    /// stderr had more than it kept; the rest (its start, with
+    /// `stderr_tail`) was dropped.
     pub stderr_truncated: bool,
     /// Wall time from start until the output was complete.
     pub duration: Duration,

@@ -35,7 +35,9 @@ mod fs;
 mod json;
 mod leftovers;
 mod lock;
+mod program;
 mod supervise;
+mod tree;
 
 pub use atomic::{
     write_bytes_atomic, write_json_atomic, write_json_atomic_owned, write_json_atomic_with_backup,
@@ -49,6 +51,8 @@ pub use fs::{
 pub use json::{read_json, Fallback};
 pub use leftovers::MARKER_VAR;
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
+pub use program::find_program;
+pub use tree::{list_files, modified, remove_tree, tree_bytes, DirFiles, TREE_DEPTH};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.
 ///

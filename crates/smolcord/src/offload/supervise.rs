@@ -75,7 +75,10 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
     let stderr = stderr.map(Async::new).transpose().map_err(wrap_failed)?;
 
     let mut out = Capture::new(spec.output_cap);
-    let mut err = Capture::new(spec.output_cap);
+    let mut err = match spec.stderr_tail {
+        Some(keep) => Capture::tail(keep),
+        None => Capture::new(spec.output_cap),
+    };
     let stdout_closed = Cell::new(false);
     let pipes = pump(
         stdin,
@@ -172,6 +175,7 @@ fn build(spec: &CommandSpec, program: &str) -> std::process::Command {
             command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
         }
     }
+    command.envs(spec.env_add.iter().map(|(k, v)| (k, v)));
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
@@ -445,10 +449,12 @@ async fn drain<T: AsFd>(pipe: Option<Async<T>>, capture: &mut Capture) -> io::Re
     }
 }
 
-/// Keeps the first `cap` bytes of a stream and notes whether more came.
+/// Keeps the first (or, `tail`, the last) `cap` bytes of a stream and
+/// notes whether more came.
 struct Capture {
     bytes: Vec<u8>,
     cap: usize,
+    tail: bool,
     truncated: bool,
 }
 
@@ -457,11 +463,30 @@ impl Capture {
         Capture {
             bytes: Vec::new(),
             cap,
+            tail: false,
             truncated: false,
         }
     }
 
+    fn tail(cap: usize) -> Self {
+        Capture {
+            tail: true,
+            ..Capture::new(cap)
+        }
+    }
+
     fn push(&mut self, chunk: &[u8]) {
+        if self.tail {
+            // Never more than cap + one chunk held, and only for this call.
+            let chunk = &chunk[chunk.len().saturating_sub(self.cap)..];
+            self.bytes.extend_from_slice(chunk);
+            let excess = self.bytes.len().saturating_sub(self.cap);
+            if excess > 0 {
+                self.bytes.drain(..excess);
+                self.truncated = true;
+            }
+            return;
+        }
         let room = self.cap.saturating_sub(self.bytes.len());
         let keep = chunk.len().min(room);
         self.bytes.extend_from_slice(&chunk[..keep]);
@@ -502,5 +527,19 @@ mod tests {
         let mut exact = Capture::new(3);
         exact.push(b"abc");
         assert!(!exact.truncated, "exactly cap bytes is not truncation");
+    }
+
+    #[test]
+    fn a_tail_capture_keeps_the_last_cap_bytes() {
+        let mut c = Capture::tail(5);
+        c.push(b"abc");
+        assert!(!c.truncated);
+        c.push(b"de");
+        assert!(!c.truncated, "exactly cap bytes is not truncation");
+        c.push(b"fg");
+        assert_eq!(c.bytes, b"cdefg");
+        assert!(c.truncated);
+        c.push(b"0123456789");
+        assert_eq!(c.bytes, b"56789");
     }
 }

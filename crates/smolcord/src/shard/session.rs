@@ -30,6 +30,10 @@ pub struct SessionState {
     /// The last gateway sessions and how each ended.
     #[serde(default)]
     pub history: SessionHistory,
+    /// The bot user's name from the last READY: a process that only
+    /// resumes gets no READY, and still knows whom it runs as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_name: Option<String>,
 }
 
 /// What to do with a dispatch's sequence number.
@@ -147,6 +151,7 @@ mod tests {
             }),
             identifies: IdentifyBudget::default(),
             history: SessionHistory::default(),
+            bot_name: Some("bot".into()),
         };
         let text = serde_json::to_string(&state).unwrap();
         assert_eq!(serde_json::from_str::<SessionState>(&text).unwrap(), state);

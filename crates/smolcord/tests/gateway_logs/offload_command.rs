@@ -126,6 +126,46 @@ fn output_over_the_cap_is_truncated_reported_and_drained() {
 }
 
 #[test]
+fn env_add_sets_variables_on_top_of_the_environment_rule() {
+    let mut s = spec(&["sh", "-c", "echo \"$SMOLCORD_X:${HOME:+home}\""], SHORT);
+    s.env = CommandEnv::InheritWithout(vec!["NOTHING".into()]);
+    s.env_add = vec![("SMOLCORD_X".into(), "a b".into())];
+    let out = run(s).expect("run");
+    assert_eq!(
+        out.stdout_text(),
+        format!(
+            "a b:{}",
+            if std::env::var_os("HOME").is_some() {
+                "home"
+            } else {
+                ""
+            }
+        )
+    );
+}
+
+#[test]
+fn a_stderr_tail_keeps_the_last_line_after_pages_of_noise() {
+    let mut s = spec(
+        &[
+            "sh",
+            "-c",
+            "seq 1 100000 >&2; echo 'model not found' >&2; exit 3",
+        ],
+        SHORT,
+    );
+    s.stderr_tail = Some(64);
+    let out = run(s).expect("run");
+    assert_eq!(out.exit_code, Some(3));
+    assert_eq!(out.stderr.len(), 64);
+    assert!(
+        out.stderr.ends_with(b"\n100000\nmodel not found\n"),
+        "{out:?}"
+    );
+    assert!(out.stderr_truncated);
+}
+
+#[test]
 fn missing_or_non_executable_programs_are_clear_errors_naming_them() {
     let err = run(spec(&["smolcord-no-such-program"], SHORT)).expect_err("missing");
     let msg = err.to_string();

@@ -12,9 +12,12 @@
 //! the `dm_fallback_cmd` gets the result JSON on stdin (bounded by
 //! `dm_fallback_timeout_s`), and the result is archived with the outcome
 //! ([`settle`]): nothing is dropped silently. A file refused for good falls
-//! back to text, and a placeholder never stays "working…" ([`send`]).
+//! back to text, and a placeholder never stays "working…" ([`send`]). The
+//! agent's output files follow the text as messages of their own
+//! ([`super::files_out`]), parts like the others.
 
 use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::files_out::{self, Outgoing};
 use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::outbox::Record;
@@ -158,6 +161,7 @@ pub(crate) async fn send<R: Record>(
     ctx: &Ctx,
     channel: Snowflake,
     plan: &Plan,
+    files: &Outgoing,
     record: &mut R,
     placeholder: Option<Snowflake>,
 ) -> Result<(), RestError> {
@@ -165,12 +169,26 @@ pub(crate) async fn send<R: Record>(
     let mut later_tries = 0;
     let sent = loop {
         let plan = text_plan.as_ref().unwrap_or(plan);
-        let parts = plan.parts();
+        let text_parts = plan.parts();
+        let parts = text_parts + files.parts();
         let part = record.sent().parts();
         if part >= parts {
             break Ok(());
         }
         let nonce = record.nonce(part);
+        if part >= text_parts {
+            // The files, after the text: parts like the others.
+            match send_files(ctx, channel, files, part - text_parts, &nonce).await {
+                Ok(id) => {
+                    record.sent().message_ids.push(id);
+                    if part + 1 < parts {
+                        save(ctx, record).await;
+                    }
+                    continue;
+                }
+                Err(e) => break Err(e),
+            }
+        }
         let replaces = placeholder.filter(|_| part == 0);
         match send_part(ctx, channel, plan, part, &nonce, replaces).await {
             Ok(id) => {
@@ -338,6 +356,71 @@ async fn send_part(
             rest.create_message(channel, &bare)
                 .await
                 .map(|message| message.id)
+        }
+    }
+}
+
+/// Message `index` of the reply's files: a group of files, or (after the
+/// last group) the notice naming what was not sent. A group refused for
+/// good is tried once without the optional `attachments` metadata, then
+/// named in a text message in its place, so the parts stay in step.
+async fn send_files(
+    ctx: &Ctx,
+    channel: Snowflake,
+    files: &Outgoing,
+    index: usize,
+    nonce: &Nonce,
+) -> Result<Snowflake, RestError> {
+    let text_part = |text: String| async move {
+        ctx.rest
+            .create_message(channel, &MessageDraft::text(&text).nonce(nonce))
+            .await
+            .map(|message| message.id)
+    };
+    let Some(group) = files.groups.get(index) else {
+        let notice = files.notice().unwrap_or_default();
+        return text_part(notice).await;
+    };
+    let names = group
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let bytes = match files_out::read_group(group).await {
+        Ok(bytes) => bytes,
+        Err(why) => {
+            log::warn!("reading the agent's files for the reply: {why}");
+            return text_part(format!("Could not send {names}: {why}.")).await;
+        }
+    };
+    let mut draft = MessageDraft::text("");
+    for (file, data) in group.iter().zip(&bytes) {
+        draft = draft.file(Upload {
+            filename: &file.name,
+            content_type: files_out::content_type(&file.name),
+            bytes: data,
+        });
+    }
+    let error = match ctx
+        .rest
+        .create_message(channel, &draft.clone().nonce(nonce))
+        .await
+    {
+        Ok(message) => return Ok(message.id),
+        Err(e) if channel_refuses(&e) => return Err(e),
+        Err(e) => e,
+    };
+    log::warn!(
+        "uploading {names} failed ({error}); trying once without the optional attachments metadata"
+    );
+    let bare = draft.without_attachments_metadata().nonce(nonce);
+    match ctx.rest.create_message(channel, &bare).await {
+        Ok(message) => Ok(message.id),
+        Err(e) if channel_refuses(&e) => Err(e),
+        Err(e) => {
+            ctx.reporter.rest_failure(FailureKind::Delivery, &e);
+            drop(bytes);
+            text_part(format!("Could not upload {names} ({e}).")).await
         }
     }
 }

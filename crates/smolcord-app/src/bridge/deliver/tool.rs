@@ -1,5 +1,7 @@
 //! The operator's commands (transcriber, agent, DM fallback) as offload
-//! specs: they run with the bridge's environment minus the bot token.
+//! specs: they run with the bridge's environment minus the bot token, and
+//! the end of their stderr is kept for the operator
+//! ([`super::stderr_tail`]).
 
 use smolcord::offload;
 use std::time::Duration;
@@ -10,5 +12,6 @@ use std::time::Duration;
 pub(crate) fn tool_command(argv: Vec<String>, timeout: Duration) -> offload::CommandSpec {
     let mut spec = offload::CommandSpec::new(argv, timeout);
     spec.env = offload::CommandEnv::InheritWithout(vec!["DISCORD_TOKEN".into()]);
+    spec.stderr_tail = Some(super::stderr_tail::CAPTURED);
     spec
 }

@@ -55,6 +55,24 @@ const SLICE_TIME: Duration = Duration::from_millis(2);
 /// status` reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
 
+/// Why the `stop` future given to `Bridge::run` ended the
+/// run: `()` is [`StopReason::Requested`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// A stop signal: with nothing left unfinished, a clean stop (the
+    /// restart-failure counter is cleared).
+    Requested,
+    /// The run failed (the token was refused): not a clean stop; the
+    /// start counts as failed.
+    Failed,
+}
+
+impl From<()> for StopReason {
+    fn from((): ()) -> StopReason {
+        StopReason::Requested
+    }
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub enum BridgeOutcome {
@@ -95,11 +113,14 @@ enum Wake {
 }
 
 impl Loop {
-    pub async fn run(
+    pub async fn run<S: Into<StopReason>>(
         mut self,
-        stop: impl Future<Output = ()>,
+        stop: impl Future<Output = S>,
         poll_stop: Sender<()>,
     ) -> BridgeOutcome {
+        // The rest of the loop only needs to know that `stop` ended.
+        let cause = std::cell::Cell::new(StopReason::Requested);
+        let stop = async { cause.set(stop.await.into()) };
         let mut stop = std::pin::pin!(stop);
         let mut slice = smolcord::rt::Slice::new(SLICE_EVENTS, SLICE_TIME);
         self.recover().await;
@@ -226,7 +247,7 @@ impl Loop {
                 Wake::Event(Ok(_)) => {}
             }
         };
-        self.shut_down(poll_stop, &outcome).await;
+        self.shut_down(poll_stop, &outcome, cause.get()).await;
         outcome
     }
 
@@ -529,7 +550,7 @@ impl Loop {
         });
     }
 
-    async fn shut_down(&self, poll_stop: Sender<()>, outcome: &BridgeOutcome) {
+    async fn shut_down(&self, poll_stop: Sender<()>, outcome: &BridgeOutcome, cause: StopReason) {
         let ctx = &self.ctx;
         ctx.stopping.set(true);
         drop(poll_stop);
@@ -540,7 +561,7 @@ impl Loop {
         let left = ctx.inflight.drain(Instant::now() + bound).await;
         if left.is_empty() {
             log::info!("bridge stopping ({outcome:?}): nothing left in flight");
-            if matches!(outcome, BridgeOutcome::Stopped) {
+            if matches!(outcome, BridgeOutcome::Stopped) && cause == StopReason::Requested {
                 ctx.stopped_cleanly();
             }
         } else {

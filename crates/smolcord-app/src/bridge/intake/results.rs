@@ -23,6 +23,7 @@ use crate::bridge::access::book::Role;
 use crate::bridge::access::pairing::{self, APPROVED_MESSAGE};
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
+use crate::bridge::deliver::files_out;
 use crate::bridge::intake::watch::DirWatch;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce;
@@ -333,7 +334,9 @@ async fn deliver_parts(
         }
     };
     let plan = Plan::new(content, None);
-    let sent = delivery::send(ctx, channel, &plan, &mut record, None).await;
+    // The files the agent left for this task (named after the result).
+    let files = files_out::collect(&ctx.files.out_dir(id)).await;
+    let sent = delivery::send(ctx, channel, &plan, &files, &mut record, None).await;
     let settled = delivery::settle(
         ctx,
         Settle {
@@ -347,9 +350,14 @@ async fn deliver_parts(
         },
     )
     .await;
+    // Its task is done: the files it was given (named after the task, as
+    // the result is) go, and the agent's output files with them.
+    if settled.is_ok() {
+        ctx.files.remove(id).await;
+    }
     // Only a result of several parts (or one that fell back from a file to
     // text) ever has a record on disk.
-    if settled.is_ok() && (plan.parts() > 1 || record.sent.as_text) {
+    if settled.is_ok() && (plan.parts() + files.parts() > 1 || record.sent.as_text) {
         if let Err(e) = ctx.outbox.remove(&record).await {
             log::warn!("removing a delivered result's record: {e}");
         }

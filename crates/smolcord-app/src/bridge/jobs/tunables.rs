@@ -37,6 +37,12 @@ pub struct Tunables {
     pub spool_retry: SpoolRetry,
     /// What a read-back of the DM history after a fresh session takes on.
     pub readback: ReadbackBounds,
+    /// Bytes all tasks' files (`STATE_DIR/files/`, downloads and the
+    /// agent's output) may hold on disk together.
+    pub files_budget: u64,
+    /// A task's files are removed this long after their directory was
+    /// made, at the latest (a spool task never answered, a crash).
+    pub files_max_age: Duration,
 }
 
 /// Retries of a task write that failed (a full or read-only disk): the
@@ -80,6 +86,12 @@ impl Default for Tunables {
             transcribe_concurrency: 2,
             spool_retry: SpoolRetry::default(),
             readback: ReadbackBounds::default(),
+            // Two messages of ten 25 MiB files, the most Discord sends,
+            // with room to spare; a Pi's SD card minds more than this.
+            files_budget: 512 * 1024 * 1024,
+            // Discord's signed attachment links last about a day: a task
+            // older than that is stale, and so are its files.
+            files_max_age: Duration::from_secs(24 * 60 * 60),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Reporting a failure: to the recorder (synchronous admission, never
 //! awaited) and to the `failures` counter. Messages carry types and
-//! reasons only: no user content, no ids that identify a person, no token.
+//! reasons only: no user content, no token, and no ids that identify a
+//! person but the one the operator needs: whom `access_refused` refused.
 //!
 //! The same failure repeated in a burst (a crowd of strangers refused, a
 //! thousand results refused for one reason) is journalled
@@ -11,6 +12,7 @@
 use crate::bridge::report::counters::{BridgeCounters, Counter};
 use crate::bridge::report::throttle::{Throttle, Verdict};
 use crate::recorder::{Admission, Failure, FailureKind, Recorder};
+use smolcord::protocol::Snowflake;
 use smolcord::rest::RestError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,8 +48,48 @@ impl Reporter {
         status: Option<i64>,
         message: impl Into<String>,
     ) {
+        self.fail_with_stderr(kind, place, status, message, None);
+    }
+
+    /// Records a failure about one user (a stranger refused): the user id
+    /// ends the message, so the operator can tell who (and pair or allow
+    /// them). Repeats are held back by kind, place and message alone, so a
+    /// crowd of strangers is still one kind of failure, not one per user.
+    pub fn fail_about_user(
+        &self,
+        kind: FailureKind,
+        place: impl Into<String>,
+        message: impl Into<String>,
+        user: Snowflake,
+    ) {
+        self.journal(kind, place.into(), None, message.into(), None, Some(user));
+    }
+
+    /// Records a failed command with the end of its stderr (already made
+    /// fit for the journal: `work::stderr_tail`). Repeats are held back by
+    /// kind, place and message, whatever their stderr said.
+    pub fn fail_with_stderr(
+        &self,
+        kind: FailureKind,
+        place: impl Into<String>,
+        status: Option<i64>,
+        message: impl Into<String>,
+        stderr: Option<String>,
+    ) {
+        self.journal(kind, place.into(), status, message.into(), stderr, None);
+    }
+
+    fn journal(
+        &self,
+        kind: FailureKind,
+        place: String,
+        status: Option<i64>,
+        message: String,
+        stderr: Option<String>,
+        user: Option<Snowflake>,
+    ) {
         self.counters.bump(Counter::Failures);
-        let key = (kind, place.into(), message.into());
+        let key = (kind, place, message);
         let verdict = self.throttle.check(&key, Instant::now());
         let (kind, place, mut message) = key;
         match verdict {
@@ -60,7 +102,10 @@ impl Reporter {
                 message = format!("{message} (and {held_back} more like it, not journalled)");
             }
         }
-        self.record(kind, place, status, message);
+        if let Some(user) = user {
+            message = format!("{message} (user {user})");
+        }
+        self.record(kind, place, status, message, stderr);
     }
 
     /// Records a failed REST call: its route, status and a type-only
@@ -78,16 +123,24 @@ impl Reporter {
     pub fn flush_held_back(&self) {
         for ((kind, place, message), held_back) in self.throttle.take_held_back() {
             let message = format!("{message} ({held_back} more like it, not journalled)");
-            self.record(kind, place, None, message);
+            self.record(kind, place, None, message, None);
         }
     }
 
-    fn record(&self, kind: FailureKind, place: String, status: Option<i64>, message: String) {
+    fn record(
+        &self,
+        kind: FailureKind,
+        place: String,
+        status: Option<i64>,
+        message: String,
+        stderr: Option<String>,
+    ) {
         let failure = Failure {
             kind,
             place,
             status,
             message,
+            stderr,
         };
         if self.recorder.record(failure) == Admission::Dropped {
             log::debug!("failure record ({kind:?}) dropped by the recorder");

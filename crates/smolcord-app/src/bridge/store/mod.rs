@@ -1,6 +1,8 @@
-//! What the bridge keeps on disk: session and seq floor, spool, outbox, nonces, the channel directory.
+//! What the bridge keeps on disk: session and seq floor, spool, outbox, nonces, the channel
+//! directory, each task's files.
 
 pub mod directory;
+pub(crate) mod files;
 pub(crate) mod nonce;
 pub(crate) mod outbox;
 pub(crate) mod persist;

@@ -37,6 +37,8 @@ pub(crate) enum Notice {
     /// The history of the channel (this id) could not be read back at
     /// all before its gap aged out.
     Unread,
+    /// Some of its attachments were not handed to the agent.
+    FilesLeftOut,
 }
 
 /// Part `part` of the reply to `message`.
@@ -62,6 +64,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::Undelivered => format!("u{message}"),
         Notice::Skipped => format!("g{message}"),
         Notice::Unread => format!("h{message}"),
+        Notice::FilesLeftOut => format!("a{message}"),
     };
     derived(text)
 }

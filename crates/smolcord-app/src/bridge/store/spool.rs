@@ -52,10 +52,15 @@ pub struct Task {
     pub content: String,
     /// Transcripts of voice notes.
     pub transcripts: Vec<Transcript>,
-    /// Attachments (the URLs are signed and expire).
+    /// Attachments: each downloaded to `path`, or `left_out` saying why
+    /// not (the URLs are signed and expire).
     pub attachments: Vec<TaskAttachment>,
     /// When the bridge received it (unix ms).
     pub received_unix_ms: u64,
+    /// Where the agent may leave files to send with its reply (the
+    /// task's `out/` directory); absent if it could not be made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_dir: Option<String>,
 }
 
 /// The author of a task.
@@ -93,6 +98,13 @@ pub struct TaskAttachment {
     pub size: u64,
     /// CDN URL.
     pub url: String,
+    /// The downloaded file, when it was downloaded (an absolute path in
+    /// the task's `in/` directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Why it was not downloaded, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
 }
 
 impl From<&Attachment> for TaskAttachment {
@@ -103,6 +115,8 @@ impl From<&Attachment> for TaskAttachment {
             content_type: a.content_type.clone(),
             size: a.size,
             url: a.url.clone(),
+            path: None,
+            left_out: None,
         }
     }
 }
@@ -143,6 +157,7 @@ impl Task {
                 .map(TaskAttachment::from)
                 .collect(),
             received_unix_ms,
+            output_dir: None,
         }
     }
 }
@@ -347,6 +362,11 @@ pub(crate) fn is_result_name(name: &std::ffi::OsStr) -> bool {
 /// encoding is refused naming it.
 pub fn parse_result(bytes: &[u8]) -> Result<SpoolResult, String> {
     let text = decode(bytes)?;
+    // serde takes a struct from an array too (`["5", "hi"]`): the
+    // contract (docs/result.schema.json) is an object, and only that.
+    if text.chars().find(|c| !c.is_whitespace()) != Some('{') {
+        return Err("not a result object: a JSON object `{…}` is expected".into());
+    }
     let result: SpoolResult =
         serde_json::from_str(&text).map_err(|e| format!("not a result object: {e}"))?;
     if result.content.trim().is_empty() {
@@ -445,6 +465,7 @@ mod tests {
         let ok = parse_result(br#"{"channel_id":"5","content":"hi"}"#).unwrap();
         assert_eq!(ok.channel_id, Snowflake::new(5));
         assert!(parse_result(b"{").unwrap_err().contains("line 1"));
+        assert!(parse_result(br#"["5","hi"]"#).is_err());
         assert!(parse_result(br#"{"channel_id":"x","content":"hi"}"#).is_err());
         assert!(parse_result(br#"{"channel_id":"5","content":"  "}"#).is_err());
     }

@@ -6,9 +6,11 @@
 //! (1 MiB) is dropped, and the reply then says so in its last line. An
 //! agent that runs past `agent_timeout_s` is stopped, and what it printed
 //! is still its reply: whole if it had closed its stdout by then, else with
-//! a last line saying it may be cut.
+//! a last line saying it may be cut. The end of its stderr goes with every
+//! warning and failure record about it, and to the debug log on success.
 
 use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::stderr_tail::operator_tail;
 use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce;
@@ -22,6 +24,12 @@ use smolcord::rt::Timer;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+
+/// The variable naming the task's downloaded attachments' directory.
+pub const INPUT_DIR_VAR: &str = "SMOLCORD_INPUT_DIR";
+
+/// The variable naming the task's output directory.
+pub const OUTPUT_DIR_VAR: &str = "SMOLCORD_OUTPUT_DIR";
 
 /// The placeholder's text.
 pub const PLACEHOLDER: &str = "working…";
@@ -50,6 +58,17 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let program = argv.first().cloned().unwrap_or_default();
     let mut spec = tool_command(argv, timeout);
     spec.stdin = serde_json::to_vec(task).ok();
+    // For a shell script: `cat "$SMOLCORD_INPUT_DIR"/*` (the task's
+    // `attachments[].path` says the same, file by file).
+    if task.attachments.iter().any(|a| a.path.is_some()) {
+        let dir = ctx.files.in_dir(&task.id);
+        spec.env_add
+            .push((INPUT_DIR_VAR.into(), dir.to_string_lossy().into_owned()));
+    }
+    // `cp chart.png "$SMOLCORD_OUTPUT_DIR"/`: sent with the reply.
+    if let Some(dir) = &task.output_dir {
+        spec.env_add.push((OUTPUT_DIR_VAR.into(), dir.clone()));
+    }
     let output_cap = spec.output_cap;
 
     // The indicator runs as its own task so that stopping it never cuts a
@@ -70,8 +89,22 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     drop(stop_tx);
     let placeholder = done_rx.recv().await.unwrap_or(None);
 
+    // What it left to send counts against the files budget until the
+    // reply is done.
+    let out_dir = ctx.files.out_dir(&task.id);
+    let left_files = match smolcord::offload::tree_bytes(&out_dir).await {
+        Ok(bytes) => {
+            ctx.files.add(bytes);
+            let listed = smolcord::offload::list_files(&out_dir, 1).await;
+            listed.is_ok_and(|l| !l.files.is_empty() || !l.others.is_empty())
+        }
+        Err(e) => {
+            log::warn!("{e}");
+            false
+        }
+    };
     let reply = match result {
-        Ok(out) => judge(ctx, &program, timeout, output_cap, &out),
+        Ok(out) => judge(ctx, &program, timeout, output_cap, &out, left_files),
         Err(e) => {
             log::warn!("agent_cmd could not be run: {e}");
             ctx.counters.bump(Counter::AgentFailures);
@@ -89,11 +122,20 @@ fn judge(
     timeout: Duration,
     output_cap: usize,
     out: &CommandOutput,
+    left_files: bool,
 ) -> Result<Reply, String> {
-    let fail = |status: Option<i64>, why: String, user: String| {
-        log::warn!("agent_cmd {why}");
+    let stderr = operator_tail(&out.stderr, out.stderr_truncated);
+    let said = stderr
+        .as_deref()
+        .map_or(String::new(), |s| format!("; its stderr ends: {s}"));
+    let record = |status: Option<i64>, why: String| {
+        log::warn!("agent_cmd {why}{said}");
         ctx.counters.bump(Counter::AgentFailures);
-        ctx.reporter.fail(FailureKind::Agent, program, status, why);
+        ctx.reporter
+            .fail_with_stderr(FailureKind::Agent, program, status, why, stderr.clone());
+    };
+    let fail = |status: Option<i64>, why: String, user: String| {
+        record(status, why);
         Err(user)
     };
     let secs = timeout.as_secs();
@@ -107,15 +149,13 @@ fn judge(
     if out.timed_out {
         // What it printed is delivered: an agent that answers and then runs
         // on (its own clean-up, a child holding on) has still answered.
-        ctx.counters.bump(Counter::AgentFailures);
         let complete = out.stdout_closed_in_time && !out.stdout_truncated;
         let why = if out.stdout_closed_in_time {
             format!("closed its output but ran past the {secs} s timeout; it was stopped and its answer delivered")
         } else {
             format!("timed out after {secs} s; delivering what it printed, which may be cut")
         };
-        log::warn!("agent_cmd {why}");
-        ctx.reporter.fail(FailureKind::Agent, program, None, why);
+        record(None, why);
         let cut_note = (!complete).then(|| {
             format!(
                 "(The agent did not finish within {secs} s and was stopped: this answer may be cut.)"
@@ -139,16 +179,26 @@ fn judge(
         );
     }
     let text = out.stdout_text();
-    // Only escapes or control bytes is no reply either (nothing would show).
-    if crate::bridge::deliver::shown::visible(&text)
+    // Only escapes or control bytes is no reply either (nothing would show),
+    // unless it left files to send.
+    let blank = crate::bridge::deliver::shown::visible(&text)
         .trim()
-        .is_empty()
-    {
+        .is_empty();
+    if blank && left_files {
+        return Ok(Reply {
+            text: String::new(),
+            cut_note: None,
+        });
+    }
+    if blank {
         return fail(
             Some(0),
             "gave an empty reply".to_owned(),
             "The agent finished without a reply.".to_owned(),
         );
+    }
+    if let Some(stderr) = &stderr {
+        log::debug!("agent_cmd succeeded; its stderr ends: {stderr}");
     }
     let cut_note = out.stdout_truncated.then(|| {
         log::warn!("agent_cmd printed more than {output_cap} bytes; the reply is cut there");

@@ -1,6 +1,8 @@
-//! One job handled: the pure verdicts, the worker, transcription, the agent.
+//! One job handled: the pure verdicts, the worker, the attachments downloaded, transcription,
+//! the agent.
 
 pub(crate) mod agent;
+pub(crate) mod files_in;
 pub(crate) mod transcribe;
 pub(crate) mod verdict;
 pub(crate) mod worker;

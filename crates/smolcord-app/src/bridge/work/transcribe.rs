@@ -1,38 +1,39 @@
-//! Voice notes: download each audio attachment (size cap, timeout) to a
-//! temp file in the state dir, run `transcribe_cmd` with the file path
+//! Voice notes: run `transcribe_cmd` on each audio attachment, downloaded
+//! with the message's other files ([`super::files_in`]), with the file path
 //! appended (through offload: timeout, process-group kill), and keep the
-//! transcript. A failure is reported to the user plainly and recorded, and
-//! only holds up its own message.
+//! transcript. A failure is reported to the user plainly and recorded (with
+//! the end of the transcriber's stderr), and only holds up its own message.
 
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::notify;
+use crate::bridge::deliver::stderr_tail::operator_tail;
 use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::spool::Transcript;
+use crate::bridge::work::files_in::Fetched;
 use crate::recorder::FailureKind;
 use smolcord::offload::{self, run_command};
 use smolcord::protocol::{Attachment, Message};
-use smolcord::rest::RestError;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 /// Why a voice note has no transcript.
 #[derive(Debug)]
 pub(crate) enum TranscribeError {
     NotConfigured,
-    TooLarge {
-        size: u64,
-        limit: u64,
-    },
-    Download(RestError),
-    TimedOut(Duration),
+    /// Not downloaded (the user was told why with the message's other
+    /// attachments).
+    LeftOut(String),
+    /// The end of its stderr rides along, for the operator.
+    TimedOut(Duration, Option<String>),
     Failed {
         exit_code: Option<i32>,
         signal: Option<i32>,
+        stderr: Option<String>,
     },
     Spawn(offload::Error),
-    Empty,
+    Empty(Option<String>),
 }
 
 impl TranscribeError {
@@ -42,27 +43,37 @@ impl TranscribeError {
             TranscribeError::NotConfigured => {
                 "voice messages are not set up on this bot".to_owned()
             }
-            TranscribeError::TooLarge { limit, .. } => {
-                format!("it is larger than the {} MB limit", limit / (1024 * 1024))
-            }
-            TranscribeError::Download(_) => "it could not be downloaded".to_owned(),
-            TranscribeError::TimedOut(limit) => {
+            TranscribeError::LeftOut(why) => why.clone(),
+            TranscribeError::TimedOut(limit, _) => {
                 format!("transcribing took longer than {} s", limit.as_secs())
             }
             TranscribeError::Failed { .. } | TranscribeError::Spawn(_) => {
                 "the transcriber failed".to_owned()
             }
-            TranscribeError::Empty => "no speech was recognised".to_owned(),
+            TranscribeError::Empty(_) => "no speech was recognised".to_owned(),
         };
         format!("Sorry, I could not transcribe your voice message: {why}.")
     }
 
-    /// For the log: the type-only text plus the underlying error.
+    /// For the log: the type-only text plus the underlying error, or the
+    /// end of the transcriber's stderr.
     fn log_text(&self) -> String {
         match self {
-            TranscribeError::Download(e) => format!("download failed: {e}"),
             TranscribeError::Spawn(e) => format!("transcribe_cmd could not be run: {e}"),
-            other => other.record_text(),
+            other => match other.stderr() {
+                Some(stderr) => format!("{}; its stderr ends: {stderr}", other.record_text()),
+                None => other.record_text(),
+            },
+        }
+    }
+
+    /// The end of the transcriber's stderr, if it ran and said anything.
+    fn stderr(&self) -> Option<String> {
+        match self {
+            TranscribeError::TimedOut(_, stderr)
+            | TranscribeError::Failed { stderr, .. }
+            | TranscribeError::Empty(stderr) => stderr.clone(),
+            _ => None,
         }
     }
 
@@ -70,11 +81,10 @@ impl TranscribeError {
     fn record_text(&self) -> String {
         match self {
             TranscribeError::NotConfigured => "no transcribe_cmd configured".into(),
-            TranscribeError::TooLarge { size, limit } => {
-                format!("attachment of {size} bytes over the {limit}-byte cap")
+            TranscribeError::LeftOut(why) => format!("not downloaded: {why}"),
+            TranscribeError::TimedOut(limit, _) => {
+                format!("timed out after {} s", limit.as_secs())
             }
-            TranscribeError::Download(_) => "download failed".into(),
-            TranscribeError::TimedOut(limit) => format!("timed out after {} s", limit.as_secs()),
             TranscribeError::Failed {
                 exit_code: Some(code),
                 ..
@@ -85,33 +95,23 @@ impl TranscribeError {
             } => format!("killed by signal {signal}"),
             TranscribeError::Failed { .. } => "ended abnormally".into(),
             TranscribeError::Spawn(_) => "could not be started".into(),
-            TranscribeError::Empty => "empty transcript".into(),
+            TranscribeError::Empty(_) => "empty transcript".into(),
         }
     }
 }
 
-/// A file name extension we are willing to put on a temp file.
-fn extension(filename: &str) -> &str {
-    match filename.rsplit_once('.') {
-        Some((_, ext))
-            if !ext.is_empty()
-                && ext.len() <= 8
-                && ext.bytes().all(|b| b.is_ascii_alphanumeric()) =>
-        {
-            ext
-        }
-        _ => "ogg",
-    }
-}
-
-/// Transcribes every audio attachment of `message`; failures are reported
-/// to the user and recorded here. Returns the transcripts that worked and
-/// whether any failed.
-pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Transcript>, bool) {
+/// Transcribes every audio attachment of `message` from its downloaded
+/// file; failures are reported to the user and recorded here. Returns the
+/// transcripts that worked and whether any failed.
+pub(crate) async fn transcribe_message(
+    ctx: &Ctx,
+    message: &Message,
+    fetched: &Fetched,
+) -> (Vec<Transcript>, bool) {
     let mut transcripts = Vec::new();
     let mut failed = false;
     for (n, attachment) in message.audio_attachments().enumerate() {
-        match transcribe_one(ctx, message, attachment).await {
+        match transcribe_one(ctx, attachment, fetched).await {
             Ok(text) => {
                 ctx.counters.bump(Counter::Transcriptions);
                 transcripts.push(Transcript {
@@ -129,9 +129,8 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
                     e.log_text()
                 );
                 match &e {
-                    TranscribeError::Download(rest) => {
-                        ctx.reporter.rest_failure(FailureKind::Transcription, rest)
-                    }
+                    // Told and recorded with the message's attachments.
+                    TranscribeError::LeftOut(_) => continue,
                     other => {
                         let program = ctx
                             .config
@@ -143,11 +142,12 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
                             TranscribeError::Failed { exit_code, .. } => exit_code.map(i64::from),
                             _ => None,
                         };
-                        ctx.reporter.fail(
+                        ctx.reporter.fail_with_stderr(
                             FailureKind::Transcription,
                             program,
                             status,
                             other.record_text(),
+                            other.stderr(),
                         );
                     }
                 }
@@ -161,66 +161,52 @@ pub(crate) async fn transcribe_message(ctx: &Ctx, message: &Message) -> (Vec<Tra
 
 async fn transcribe_one(
     ctx: &Ctx,
-    message: &Message,
     attachment: &Attachment,
+    fetched: &Fetched,
 ) -> Result<String, TranscribeError> {
     let Some(argv) = ctx.config.transcribe_cmd.clone() else {
         return Err(TranscribeError::NotConfigured);
     };
-    let limit = ctx.config.max_attachment_bytes;
-    if attachment.size > limit {
-        return Err(TranscribeError::TooLarge {
-            size: attachment.size,
-            limit,
-        });
+    match fetched.paths.get(&attachment.id) {
+        Some(path) => run_transcriber(ctx, argv, path).await,
+        None => Err(TranscribeError::LeftOut(
+            fetched
+                .left_out
+                .get(&attachment.id)
+                .cloned()
+                .unwrap_or_else(|| "not downloaded".to_owned()),
+        )),
     }
-    let path: PathBuf = ctx.tmp_dir.join(format!(
-        "voice-{}-{}.{}",
-        message.id,
-        attachment.id,
-        extension(&attachment.filename)
-    ));
-    let result = download_and_run(ctx, argv, attachment, &path).await;
-    if let Err(e) = offload::remove_file(&path).await {
-        log::warn!("removing a voice-note temp file: {e}");
-    }
-    result
 }
 
-async fn download_and_run(
+async fn run_transcriber(
     ctx: &Ctx,
     mut argv: Vec<String>,
-    attachment: &Attachment,
-    path: &std::path::Path,
+    path: &Path,
 ) -> Result<String, TranscribeError> {
-    ctx.rest
-        .download(&attachment.url, ctx.config.max_attachment_bytes, path)
-        .await
-        .map_err(|e| match e {
-            RestError::TooLarge { limit, .. } => TranscribeError::TooLarge {
-                size: attachment.size,
-                limit,
-            },
-            other => TranscribeError::Download(other),
-        })?;
     argv.push(path.to_string_lossy().into_owned());
     let timeout = Duration::from_secs(ctx.config.transcribe_timeout_s);
     let _slot = ctx.transcribe_slots.acquire().await;
     let out = run_command(tool_command(argv, timeout))
         .await
         .map_err(TranscribeError::Spawn)?;
+    let stderr = operator_tail(&out.stderr, out.stderr_truncated);
     if out.timed_out {
-        return Err(TranscribeError::TimedOut(timeout));
+        return Err(TranscribeError::TimedOut(timeout, stderr));
     }
     if !out.success() {
         return Err(TranscribeError::Failed {
             exit_code: out.exit_code,
             signal: out.signal,
+            stderr,
         });
     }
     let text = out.stdout_text();
     if text.trim().is_empty() {
-        return Err(TranscribeError::Empty);
+        return Err(TranscribeError::Empty(stderr));
+    }
+    if let Some(stderr) = &stderr {
+        log::debug!("transcribe_cmd succeeded; its stderr ends: {stderr}");
     }
     Ok(text.trim().to_owned())
 }
@@ -230,17 +216,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn temp_file_extensions_are_tame() {
-        assert_eq!(extension("voice-message.ogg"), "ogg");
-        assert_eq!(extension("a.MP3"), "MP3");
-        assert_eq!(extension("../../etc/passwd"), "ogg");
-        assert_eq!(extension("x.o/g"), "ogg");
-        assert_eq!(extension("noext"), "ogg");
-    }
-
-    #[test]
     fn user_texts_are_plain() {
-        let e = TranscribeError::TimedOut(Duration::from_secs(25));
+        let e = TranscribeError::TimedOut(Duration::from_secs(25), None);
         assert_eq!(
             e.user_text(),
             "Sorry, I could not transcribe your voice message: transcribing took longer than 25 s."

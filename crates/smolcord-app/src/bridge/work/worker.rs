@@ -18,6 +18,7 @@ use crate::bridge::access::pairing::{self, code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
+use crate::bridge::deliver::files_out::{self, Outgoing};
 use crate::bridge::jobs::backlog::{
     late_prefix, skipped_notice, snowflake_unix_ms, unread_notice, Findings, Tally,
 };
@@ -28,6 +29,7 @@ use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::outbox::ReplyRecord;
 use crate::bridge::store::spool::Task;
 use crate::bridge::work::agent::{run_agent, AgentRun};
+use crate::bridge::work::files_in::{fetch_attachments, Fetched};
 use crate::bridge::work::transcribe::transcribe_message;
 use crate::bridge::work::verdict::{decide, Verdict};
 use crate::recorder::FailureKind;
@@ -223,13 +225,15 @@ fn is_late(sent_unix_ms: u64, began_unix_ms: u64) -> bool {
 }
 
 /// The end of a message: its processed mark on disk, then its reply record
-/// (if any) removed. If the mark cannot be written, the record stays: the
-/// next start finds it.
+/// (if any) and its task's files removed. If the mark cannot be written,
+/// the record and the files stay: the next start finds them. A spooled
+/// task (not recorded) keeps its files until its result is delivered.
 async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: bool) {
     if ctx.record_processed(channel, message).await && recorded {
         if let Err(e) = ctx.outbox.remove_reply(channel, message).await {
             log::warn!("removing a delivered reply's record: {e}");
         }
+        ctx.files.remove(&message.to_string()).await;
     }
 }
 
@@ -270,19 +274,19 @@ async fn handle_message(
         }
         Verdict::Silent(why) => {
             log::debug!("message {} not answered: {why}", message.id);
-            refused(ctx);
+            refused(ctx, message.author.id);
             Handled::Done
         }
     }
 }
 
-fn refused(ctx: &Ctx) {
+fn refused(ctx: &Ctx, user: Snowflake) {
     ctx.counters.bump(Counter::Refused);
-    ctx.reporter.fail(
+    ctx.reporter.fail_about_user(
         FailureKind::AccessRefused,
         "access",
-        None,
         "message from a user not allowed",
+        user,
     );
 }
 
@@ -329,7 +333,7 @@ async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
 }
 
 async fn pair(ctx: &Ctx, message: &Message) {
-    refused(ctx);
+    refused(ctx, message.author.id);
     let pairing_nonce = nonce::notice(message.id, Notice::Pairing);
     let rules = ctx.tunables.pairing;
     let decision = ctx.pairing.borrow_mut().on_stranger(
@@ -387,13 +391,25 @@ async fn accept(
         notify(ctx, message.channel_id, text, &nonce).await;
         return Handled::Done;
     }
+    let fetched = if message.attachments.is_empty() {
+        Fetched::default()
+    } else {
+        guard.stage(format!("{what}: downloading its attachments"));
+        fetch_attachments(ctx, message).await
+    };
     let (transcripts, _failed) = if message.audio_attachments().next().is_some() {
         guard.stage(format!("{what}: transcribing"));
-        transcribe_message(ctx, message).await
+        transcribe_message(ctx, message, &fetched).await
     } else {
         (Vec::new(), false)
     };
-    let task = Task::new(message, transcripts, received_unix_ms);
+    let mut task = Task::new(message, transcripts, received_unix_ms);
+    fetched.fill(&mut task.attachments);
+    let out_dir = ctx.files.out_dir(&task.id);
+    match smolcord::offload::create_dir_all(&out_dir).await {
+        Ok(()) => task.output_dir = Some(out_dir.to_string_lossy().into_owned()),
+        Err(e) => log::warn!("{what}: {e}; the agent gets no output directory"),
+    }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
         log::debug!("{what}: nothing to hand to the agent");
@@ -498,6 +514,15 @@ fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRec
     }
 }
 
+/// The text's plan: none at all for files without a word.
+fn reply_plan(content: &str, note: Option<&str>, files: &Outgoing) -> Plan {
+    if content.trim().is_empty() && note.is_none() && !files.groups.is_empty() {
+        Plan::Messages(Vec::new())
+    } else {
+        Plan::new(content, note)
+    }
+}
+
 /// A reply recorded by an earlier run, queued at start-up.
 async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
     match ctx.outbox.reply(channel, message).await {
@@ -516,11 +541,26 @@ async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
 /// archive when it failed for good); an agent-failure notice that cannot be
 /// sent is only logged.
 async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
-    let plan = Plan::new(&record.content, record.note.as_deref());
+    // The agent's files: listed the same way on every try (its output
+    // directory stays until the reply is done), so the parts match.
+    let files = if record.notice {
+        Outgoing::default()
+    } else {
+        files_out::collect(&ctx.files.out_dir(&record.message_id.to_string())).await
+    };
+    let plan = reply_plan(&record.content, record.note.as_deref(), &files);
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
     let placeholder = record.placeholder;
-    let sent = delivery::send(ctx, record.channel_id, &plan, &mut record, placeholder).await;
+    let sent = delivery::send(
+        ctx,
+        record.channel_id,
+        &plan,
+        &files,
+        &mut record,
+        placeholder,
+    )
+    .await;
     if record.notice {
         if let Err(e) = sent {
             log::warn!("telling the user the agent failed: {e}");

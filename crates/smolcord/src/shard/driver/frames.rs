@@ -203,6 +203,7 @@ impl Driver {
             status.last_ready = Some(SystemTime::now());
             status.state.history.established(unix_ms());
             status.user = Some(ready.user.clone());
+            status.state.bot_name = Some(ready.user.username.clone());
             status.sessions_started
         };
         let [id, count] = self.shard.config.shard;
