@@ -5,6 +5,7 @@
 
 use super::faults::{Fault, RestFault};
 use super::http::{Request, Response};
+use super::inject::ChannelPost;
 use super::state::Shared;
 use base64::Engine;
 use serde_json::{json, Value};
@@ -46,6 +47,14 @@ fn str_field<'a>(body: &'a Value, name: &str, default: &'a str) -> Result<&'a st
         None | Some(Value::Null) => Ok(default),
         Some(Value::String(s)) => Ok(s),
         Some(_) => Err(bad(format!("field `{name}` must be a string"))),
+    }
+}
+
+fn bool_field(body: &Value, name: &str, default: bool) -> Result<bool, Response> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(bad(format!("field `{name}` must be true or false"))),
     }
 }
 
@@ -107,9 +116,13 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let author = id_field(&body, "author_id")?;
             let name = str_field(&body, "author_name", "user")?;
             let content = str_field(&body, "content", "")?;
-            let id = shared
-                .send_guild_message(Snowflake::new(channel), author, name, content)
-                .map_err(bad)?;
+            let mut post = ChannelPost::new(Snowflake::new(channel), author, name, content);
+            post.mention_bot = bool_field(&body, "mention_bot", false)?;
+            post.ping_replied = bool_field(&body, "ping_replied", true)?;
+            if body.get("reply_to").is_some_and(|v| !v.is_null()) {
+                post.reply_to = Some(Snowflake::new(id_field(&body, "reply_to")?));
+            }
+            let id = shared.post_in_channel(&post).map_err(bad)?;
             Response::json(200, &json!({"message_id": id}))
         }
         ("GET", "/stats") => {

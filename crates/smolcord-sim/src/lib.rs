@@ -112,6 +112,9 @@
 //! | message `flags` on create: only SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE, IS_COMPONENTS_V2 | 400 50035 on `flags` for any other bit (`flags: 2`) | the documented settable set |
 //! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
 //! | only the author edits a message's content | 403 50005 | documented error code |
+//! | MESSAGE_CONTENT "across Discord's APIs" for REST reads | `GET /channels/{id}/messages` withholds a guild message's content unless the application has the intent enabled ([`SimConfig::enabled_privileged_intents`]), the bot wrote it or is mentioned | the gateway's rule, per application instead of per session (`content.rs`) |
+//! | a reply's `referenced_message` without MESSAGE_CONTENT | judged on its own: its text only if the bot wrote it or is mentioned in it | undocumented; the strict reading (a mention does not open the message it answers) |
+//! | a user's reply pings whom it answers | that author in `mentions` unless the post says `ping_replied: false` | Discord's client default |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //!
 //! # Control API
@@ -143,7 +146,9 @@
 //!   `"voice_ogg_base64"` and `"duration_secs"` for a voice note →
 //!   `{"message_id", "channel_id"[, "attachment_url"]}`.
 //! - `POST /control/guild-message` — `{"channel_id", "author_id",
-//!   "author_name", "content"}` → `{"message_id"}`.
+//!   "author_name", "content"}`, optionally `"mention_bot": true`,
+//!   `"reply_to": ID` (a message of that channel) and `"ping_replied":
+//!   false` → `{"message_id"}` ([`ChannelPost`]).
 //! - `GET /control/stats` — [`SimStats`]; `GET /control/rest-log` — every
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
@@ -154,6 +159,7 @@
 mod bot_token;
 mod clock;
 mod config;
+mod content;
 mod control;
 mod events;
 mod faults;
@@ -186,7 +192,7 @@ pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
-pub use inject::VoiceNote;
+pub use inject::{ChannelPost, VoiceNote};
 pub use members::MAX_GUILD_MEMBERS;
 pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
@@ -394,6 +400,13 @@ impl Simulator {
     ) -> Result<Snowflake, String> {
         self.shared()
             .send_guild_message(channel_id, author_id, author_name, content)
+    }
+
+    /// A user's message in a guild channel: with a mention of the bot, as
+    /// a reply, or both ([`ChannelPost`]). The error names an unknown
+    /// channel, or a replied-to message not in it.
+    pub fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, String> {
+        self.shared().post_in_channel(post)
     }
 
     /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.
