@@ -24,6 +24,7 @@ use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Weak;
@@ -57,6 +58,10 @@ pub(crate) struct Ctx {
     pub stopping: Cell<bool>,
     /// Weak: the executor owns the tasks, which own the context.
     pub executor: Weak<LocalExecutor<'static>>,
+    /// Server channels that refused a reply for good in this run: the
+    /// owner was told about each once (at most one per configured channel,
+    /// [`crate::config::channels::MAX_CHANNELS`]).
+    pub channels_refused: RefCell<BTreeSet<Snowflake>>,
     /// Wakes the results poller early (a pairing code was issued: it must
     /// start watching for the approval).
     pub poller_wake: event_listener::Event,

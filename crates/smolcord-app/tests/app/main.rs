@@ -13,6 +13,8 @@ mod bridge_access;
 #[cfg(feature = "sim")]
 mod bridge_bounds;
 #[cfg(feature = "sim")]
+mod bridge_channels;
+#[cfg(feature = "sim")]
 mod bridge_exactly_once;
 #[cfg(feature = "sim")]
 mod bridge_flow;

@@ -25,6 +25,7 @@ use crate::bridge::report::throttle::{Throttle, Verdict};
 use crate::bridge::store::directory::{ChannelDirectory, DirectorySnapshot};
 use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::persist::{Deferred, SaveReason, SessionAndStatus, SessionFile};
+use crate::bridge::work::channel_gate;
 use crate::bridge::work::verdict::{classify, Intake};
 use crate::bridge::work::worker;
 use crate::recorder::FailureKind;
@@ -364,7 +365,20 @@ impl Loop {
         mut stop: Pin<&mut S>,
     ) -> Option<BridgeOutcome> {
         let ctx = &self.ctx;
-        let role = ctx.access.borrow().role(message.author.id);
+        let mut role = ctx.access.borrow().role(message.author.id);
+        if !message.is_direct() {
+            // A server channel's message: most are not for the bot, and
+            // are skipped here, before any queue.
+            let entry = ctx.config.channel(message.channel_id);
+            if let Err(why) = channel_gate::admit(&message, entry, ctx.bot_user()) {
+                ctx.counters.bump(Counter::GuildMessagesSkipped);
+                log::trace!("message {} skipped: {why}", message.id);
+                return None;
+            }
+            if let Some(entry) = entry {
+                role = channel_gate::channel_role(entry, role, message.author.id);
+            }
+        }
         let intake = classify(&message, ctx.bot_user(), &ctx.runtime.borrow(), role);
         match intake {
             Intake::Ignore(why) => log::debug!("message {} ignored: {why}", message.id),

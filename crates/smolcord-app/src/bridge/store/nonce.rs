@@ -34,6 +34,8 @@ pub(crate) enum Notice {
     /// Messages up to this one, sent in a gap, were not answered (the
     /// read-back's bounds).
     Skipped,
+    /// The owner is told a server channel refused the reply to this message.
+    ChannelRefused,
 }
 
 /// Part `part` of the reply to `message`.
@@ -58,6 +60,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::Transcription(n) => format!("t{message}.{n}"),
         Notice::Undelivered => format!("u{message}"),
         Notice::Skipped => format!("g{message}"),
+        Notice::ChannelRefused => format!("m{message}"),
     };
     derived(text)
 }

@@ -80,6 +80,10 @@ pub(crate) struct ReplyRecord {
     pub channel_id: Snowflake,
     /// The message it answers.
     pub message_id: Snowflake,
+    /// The server of `channel_id`; absent for a DM. A reply in a server
+    /// channel goes out as a Discord reply to `message_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<Snowflake>,
     /// The agent's output, or the notice telling the user the agent failed.
     pub content: String,
     /// A last line about the reply itself (that it was cut, say).
@@ -339,6 +343,7 @@ mod tests {
 
     fn reply(channel: u64, message: u64) -> ReplyRecord {
         ReplyRecord {
+            guild_id: None,
             channel_id: Snowflake::new(channel),
             message_id: Snowflake::new(message),
             content: "hello".into(),

@@ -42,6 +42,9 @@ pub struct Task {
     pub id: String,
     /// Where the message came from (and where the reply goes).
     pub channel_id: Snowflake,
+    /// The server the channel belongs to; absent for a DM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<Snowflake>,
     /// The message.
     pub message_id: Snowflake,
     /// Who sent it.
@@ -128,6 +131,7 @@ impl Task {
         Task {
             id: message.id.to_string(),
             channel_id: message.channel_id,
+            guild_id: message.guild_id,
             message_id: message.id,
             author: TaskAuthor {
                 id: message.author.id,

@@ -1,6 +1,7 @@
 //! One job handled: the pure verdicts, the worker, transcription, the agent.
 
 pub(crate) mod agent;
+pub(crate) mod channel_gate;
 pub(crate) mod transcribe;
 pub(crate) mod verdict;
 pub(crate) mod worker;

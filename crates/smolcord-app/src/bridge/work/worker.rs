@@ -17,6 +17,7 @@ use crate::bridge::access::book::{self, Role};
 use crate::bridge::access::pairing::{self, code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::channel_refused;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
 use crate::bridge::jobs::backlog::{
     late_prefix, skipped_notice, snowflake_unix_ms, Findings, Tally,
@@ -26,8 +27,9 @@ use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::outbox::ReplyRecord;
-use crate::bridge::store::spool::Task;
+use crate::bridge::store::spool::{task_text, Task};
 use crate::bridge::work::agent::{run_agent, AgentRun};
+use crate::bridge::work::channel_gate;
 use crate::bridge::work::transcribe::transcribe_message;
 use crate::bridge::work::verdict::{decide, Verdict};
 use crate::recorder::FailureKind;
@@ -238,7 +240,14 @@ async fn handle_message(
     received_unix_ms: u64,
     late: Option<u64>,
 ) -> Handled {
-    let role = ctx.fresh_role(message.author.id).await;
+    let mut role = ctx.fresh_role(message.author.id).await;
+    let entry = ctx
+        .config
+        .channel(message.channel_id)
+        .filter(|_| !message.is_direct());
+    if let Some(entry) = entry {
+        role = channel_gate::channel_role(entry, role, message.author.id);
+    }
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
         Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
@@ -255,6 +264,11 @@ async fn handle_message(
         }
         Verdict::Silent(why) => {
             log::debug!("message {} not answered: {why}", message.id);
+            if role == Role::Stranger && !message.is_direct() {
+                // Nothing is posted in a channel for a stranger: no
+                // pairing code in public.
+                ctx.counters.bump(Counter::ChannelStrangers);
+            }
             refused(ctx);
             Handled::Done
         }
@@ -378,7 +392,12 @@ async fn accept(
     } else {
         (Vec::new(), false)
     };
-    let task = Task::new(message, transcripts, received_unix_ms);
+    let mut task = Task::new(message, transcripts, received_unix_ms);
+    if !message.is_direct() {
+        // The mention only addressed the bot; `content` keeps it.
+        let content = channel_gate::without_mention(&message.content, ctx.bot_user());
+        task.text = task_text(&content, &task.transcripts);
+    }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
         log::debug!("{what}: nothing to hand to the agent");
@@ -474,6 +493,7 @@ fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRec
     };
     ReplyRecord {
         channel_id: message.channel_id,
+        guild_id: message.guild_id,
         message_id: message.id,
         content,
         note,
@@ -513,6 +533,9 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
         placeholder.as_deref(),
     )
     .await;
+    if let (Some(_), Err(e)) = (record.guild_id, &sent) {
+        channel_refused::on_refusal(ctx, record.channel_id, record.message_id, e).await;
+    }
     if record.notice {
         if let Err(e) = sent {
             log::warn!("telling the user the agent failed: {e}");

@@ -1,0 +1,133 @@
+//! Server channels: which guild messages become tasks, and who counts as
+//! allowed in a channel. Pure, like [`super::verdict`]: the dispatch loop
+//! asks [`admit`] before queueing, the worker [`channel_role`] with the
+//! fresh access state.
+//!
+//! A guild message is taken only in a channel named in `channels`, and
+//! there (by default) only when it mentions the bot or replies to one of
+//! its messages: the bot sits in a team's channel and speaks when spoken
+//! to. Everything else is skipped on the loop, before any queue.
+
+use crate::bridge::access::book::Role;
+use crate::config::ChannelConfig;
+use smolcord::protocol::{Message, Snowflake};
+
+/// Why a guild message is not taken, or `Ok` to take it. `entry`: the
+/// message's channel in `channels`; `bot`: the bot's user id (unknown
+/// before READY: then nothing can mention it).
+pub(crate) fn admit(
+    message: &Message,
+    entry: Option<&ChannelConfig>,
+    bot: Option<Snowflake>,
+) -> Result<(), &'static str> {
+    let Some(entry) = entry else {
+        return Err("a server channel not in `channels`");
+    };
+    if !entry.mention {
+        return Ok(());
+    }
+    match bot {
+        Some(bot) if message.mentions_user(bot) || message.replies_to(bot) => Ok(()),
+        _ => Err("no mention of the bot (the channel requires one)"),
+    }
+}
+
+/// `role` (from the access book) as it stands in the channel `entry`: the
+/// owner everywhere; with a `users` list, those users and nobody else;
+/// without one, the allowed users (as in DMs).
+pub(crate) fn channel_role(entry: &ChannelConfig, role: Role, author: Snowflake) -> Role {
+    match (&entry.users, role) {
+        (_, Role::Owner) => Role::Owner,
+        (Some(users), _) if users.contains(&author) => Role::Allowed,
+        (Some(_), _) => Role::Stranger,
+        (None, role) => role,
+    }
+}
+
+/// The text for the agent: the message without the bot's mention (`<@id>`
+/// or the older `<@!id>`), which only addressed the bot.
+pub(crate) fn without_mention(content: &str, bot: Option<Snowflake>) -> String {
+    let Some(bot) = bot else {
+        return content.to_owned();
+    };
+    content
+        .replace(&format!("<@{bot}>"), "")
+        .replace(&format!("<@!{bot}>"), "")
+        .trim()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smolcord::protocol::User;
+
+    const BOT: Snowflake = Snowflake::new(1);
+
+    fn user(id: u64) -> User {
+        User {
+            id: Snowflake::new(id),
+            username: "u".into(),
+            discriminator: None,
+            global_name: None,
+            bot: None,
+        }
+    }
+
+    fn message(mentions: &[u64], replies_to: Option<u64>) -> Message {
+        let mut message: Message = serde_json::from_value(serde_json::json!({
+            "id": "100", "channel_id": "7", "guild_id": "9",
+            "author": {"id": "5", "username": "u"}, "content": "hi"
+        }))
+        .unwrap();
+        message.mentions = mentions.iter().map(|id| user(*id)).collect();
+        if let Some(author) = replies_to {
+            let mut answered = message.clone();
+            answered.author = user(author);
+            message.referenced_message = Some(Box::new(answered));
+        }
+        message
+    }
+
+    #[test]
+    fn a_listed_channel_takes_mentions_and_replies_to_the_bot() {
+        let entry = ChannelConfig::new(Snowflake::new(7));
+        let bot = Some(BOT);
+        assert_eq!(admit(&message(&[1], None), Some(&entry), bot), Ok(()));
+        assert_eq!(admit(&message(&[], Some(1)), Some(&entry), bot), Ok(()));
+        assert!(admit(&message(&[], None), Some(&entry), bot).is_err());
+        assert!(admit(&message(&[2], Some(3)), Some(&entry), bot).is_err());
+        assert!(admit(&message(&[1], None), Some(&entry), None).is_err());
+        assert!(admit(&message(&[1], None), None, bot).is_err());
+        let open = ChannelConfig {
+            mention: false,
+            ..entry
+        };
+        assert_eq!(admit(&message(&[], None), Some(&open), bot), Ok(()));
+    }
+
+    #[test]
+    fn a_users_list_replaces_the_allowed_users() {
+        let everyone = ChannelConfig::new(Snowflake::new(7));
+        let listed = ChannelConfig {
+            users: Some(vec![Snowflake::new(5)]),
+            ..everyone.clone()
+        };
+        let (five, six) = (Snowflake::new(5), Snowflake::new(6));
+        assert_eq!(channel_role(&everyone, Role::Allowed, six), Role::Allowed);
+        assert_eq!(
+            channel_role(&everyone, Role::Stranger, five),
+            Role::Stranger
+        );
+        assert_eq!(channel_role(&listed, Role::Stranger, five), Role::Allowed);
+        assert_eq!(channel_role(&listed, Role::Allowed, six), Role::Stranger);
+        assert_eq!(channel_role(&listed, Role::Owner, six), Role::Owner);
+    }
+
+    #[test]
+    fn the_mention_is_not_part_of_the_task() {
+        assert_eq!(without_mention("<@1> what time?", Some(BOT)), "what time?");
+        assert_eq!(without_mention("so <@!1>, well", Some(BOT)), "so , well");
+        assert_eq!(without_mention("<@2> hi", Some(BOT)), "<@2> hi");
+    }
+}
