@@ -14,6 +14,8 @@
 //! (default true): only messages that mention the bot or reply to it are
 //! taken; false needs the privileged MESSAGE_CONTENT intent (Discord
 //! withholds the text of the others), which the bridge then requests.
+//! `context_messages` (default 0, at most [`MAX_CONTEXT_MESSAGES`]): the
+//! task carries that many messages from before it (docs/agent.md).
 
 use serde::Deserialize;
 use smolcord::protocol::{Intents, Snowflake};
@@ -25,6 +27,9 @@ pub const MAX_CHANNELS: usize = 64;
 /// The most users one channel may list (the same order as a DM bridge's
 /// allowed users: a team, not a server).
 pub const MAX_CHANNEL_USERS: usize = 256;
+/// The most messages a channel's `context_messages` window may hold: one
+/// history read (Discord pages 100 at most), a few KiB of task each.
+pub const MAX_CONTEXT_MESSAGES: u8 = 50;
 
 /// One answered server channel.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -38,6 +43,9 @@ pub struct ChannelConfig {
     /// Only messages that mention the bot (or reply to it) are taken.
     #[serde(default = "yes")]
     pub mention: bool,
+    /// How many messages before the taken one the task carries (0: none).
+    #[serde(default)]
+    pub context_messages: u8,
 }
 
 fn yes() -> bool {
@@ -52,6 +60,7 @@ impl ChannelConfig {
             id,
             users: None,
             mention: true,
+            context_messages: 0,
         }
     }
 }
@@ -86,6 +95,12 @@ pub(super) fn check(channels: &[ChannelConfig]) -> Result<(), String> {
             .any(|earlier| earlier.id == channel.id)
         {
             return Err(format!("channel {} is listed twice", channel.id));
+        }
+        if channel.context_messages > MAX_CONTEXT_MESSAGES {
+            return Err(format!(
+                "channel {}: context_messages {}; at most {MAX_CONTEXT_MESSAGES}",
+                channel.id, channel.context_messages
+            ));
         }
         if let Some(users) = &channel.users {
             if users.len() > MAX_CHANNEL_USERS {
@@ -148,5 +163,10 @@ mod tests {
         ];
         assert!(check(&twice).unwrap_err().contains("listed twice"));
         assert!(check(&many[..3]).is_ok());
+        let wide = [ChannelConfig {
+            context_messages: 51,
+            ..ChannelConfig::new(Snowflake::new(1))
+        }];
+        assert!(check(&wide).unwrap_err().contains("context_messages 51"));
     }
 }

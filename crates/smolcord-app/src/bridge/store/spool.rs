@@ -59,6 +59,59 @@ pub struct Task {
     pub attachments: Vec<TaskAttachment>,
     /// When the bridge received it (unix ms).
     pub received_unix_ms: u64,
+    /// The message this one replies to, as Discord sent it along (its
+    /// text is empty where Discord withholds it: see docs/agent.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replied_to: Option<ContextMessage>,
+    /// The messages before this one in its channel, oldest first (the
+    /// channel's `context_messages`; none by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextMessage>,
+}
+
+/// A message around the task's: the one it replies to, or one before it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextMessage {
+    /// Message id.
+    pub id: Snowflake,
+    /// Who wrote it.
+    pub author: TaskAuthor,
+    /// Written by this bot (one of its own replies).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_bot: bool,
+    /// Its text.
+    pub content: String,
+    /// Its attachments (the URLs are signed and expire).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<TaskAttachment>,
+}
+
+impl ContextMessage {
+    /// `message` as context; `bot`: this bot's user id.
+    pub fn new(message: &Message, bot: Option<Snowflake>) -> ContextMessage {
+        ContextMessage {
+            id: message.id,
+            author: TaskAuthor::of(message),
+            by_bot: bot == Some(message.author.id),
+            content: message.content.clone(),
+            attachments: message
+                .attachments
+                .iter()
+                .map(TaskAttachment::from)
+                .collect(),
+        }
+    }
+}
+
+impl TaskAuthor {
+    /// The author of `message`.
+    pub fn of(message: &Message) -> TaskAuthor {
+        TaskAuthor {
+            id: message.author.id,
+            username: message.author.username.clone(),
+            global_name: message.author.global_name.clone(),
+        }
+    }
 }
 
 /// The author of a task.
@@ -133,11 +186,7 @@ impl Task {
             channel_id: message.channel_id,
             guild_id: message.guild_id,
             message_id: message.id,
-            author: TaskAuthor {
-                id: message.author.id,
-                username: message.author.username.clone(),
-                global_name: message.author.global_name.clone(),
-            },
+            author: TaskAuthor::of(message),
             text: task_text(&message.content, &transcripts),
             content: message.content.clone(),
             transcripts,
@@ -147,6 +196,8 @@ impl Task {
                 .map(TaskAttachment::from)
                 .collect(),
             received_unix_ms,
+            replied_to: None,
+            context: Vec::new(),
         }
     }
 }

@@ -29,9 +29,9 @@ use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::outbox::ReplyRecord;
 use crate::bridge::store::spool::{task_text, Task};
 use crate::bridge::work::agent::{run_agent, AgentRun};
-use crate::bridge::work::channel_gate;
 use crate::bridge::work::transcribe::transcribe_message;
 use crate::bridge::work::verdict::{decide, Verdict};
+use crate::bridge::work::{channel_gate, context};
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
 use smolcord::protocol::{Message, Snowflake};
@@ -400,9 +400,17 @@ async fn accept(
     }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
-        log::debug!("{what}: nothing to hand to the agent");
+        if message.is_direct() || !message.content.is_empty() {
+            log::debug!("{what}: nothing to hand to the agent");
+        } else {
+            // Taken as a reply to the bot, but it does not mention it (the
+            // ping turned off): Discord withholds its text from an app
+            // without MESSAGE_CONTENT.
+            log::info!("{what}: a reply to the bot with no text: without MESSAGE_CONTENT Discord sends the text only of messages that mention the bot (a reply's ping counts); nothing to answer");
+        }
         return Handled::Done;
     }
+    context::gather(ctx, message, &mut task).await;
     match ctx.config.agent_cmd.clone() {
         Some(argv) => {
             guard.stage(format!("{what}: agent running"));
