@@ -61,7 +61,7 @@ fn child(range: &str) -> Result<(), String> {
     );
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL")?);
     config.identify_window = Duration::from_millis(50);
-    config.gateway_info = Some(rest.gateway_info_source());
+    config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
     let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
     let ex = smol::LocalExecutor::new();
     smolcord::rt::block_on(ex.run(async {

@@ -77,7 +77,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             200,
             &json!({"endpoints": [
                 "POST /control/fault", "POST /control/rest-fault", "POST /control/dispatch",
-                "POST /control/dm", "POST /control/guild-message", "GET /control/stats",
+                "POST /control/dm", "POST /control/guild-message",
+                "POST /control/channel-permission", "GET /control/stats",
                 "GET /control/identify", "POST /control/identify",
                 "GET /control/rest-log", "GET /control/messages?channel_id=ID"]}),
         ),
@@ -125,6 +126,15 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let id = shared.post_in_channel(&post).map_err(bad)?;
             Response::json(200, &json!({"message_id": id}))
         }
+        ("POST", "/channel-permission") => {
+            let body = body(request)?;
+            let channel = id_field(&body, "channel_id")?;
+            let allowed = bool_field(&body, "send_messages", true)?;
+            shared
+                .set_send_permission(Snowflake::new(channel), allowed)
+                .map_err(bad)?;
+            Response::json(200, &json!({"send_messages": allowed}))
+        }
         ("GET", "/stats") => {
             let stats = shared
                 .lock()
@@ -147,8 +157,17 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         }
         (
             _,
-            "" | "/fault" | "/rest-fault" | "/dispatch" | "/dm" | "/guild-message" | "/stats"
-            | "/identify" | "/rest-log" | "/messages",
+            ""
+            | "/fault"
+            | "/rest-fault"
+            | "/dispatch"
+            | "/dm"
+            | "/guild-message"
+            | "/channel-permission"
+            | "/stats"
+            | "/identify"
+            | "/rest-log"
+            | "/messages",
         ) => Response::json(
             405,
             &json!({"error": format!("{method} is not allowed on /control{path}")}),

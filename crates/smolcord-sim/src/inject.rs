@@ -335,6 +335,29 @@ impl Shared {
         Ok(state.dispatch(&self.config, event, &d))
     }
 
+    /// Grants or takes away the bot's Send Messages in a guild channel.
+    pub(crate) fn set_send_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), String> {
+        let mut state = self.lock();
+        let known = state
+            .dir
+            .channels
+            .get(&channel_id.get())
+            .is_some_and(|c| c.guild_id.is_some());
+        if !known {
+            return Err(format!("channel {channel_id} is not a known guild channel"));
+        }
+        if allowed {
+            state.dir.send_denied.remove(&channel_id.get());
+        } else {
+            state.dir.send_denied.insert(channel_id.get());
+        }
+        Ok(())
+    }
+
     pub(crate) fn dm_channel_of(&self, user_id: u64) -> Snowflake {
         let mut state = self.lock();
         let state = &mut *state;

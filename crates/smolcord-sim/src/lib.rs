@@ -149,6 +149,8 @@
 //!   "author_name", "content"}`, optionally `"mention_bot": true`,
 //!   `"reply_to": ID` (a message of that channel) and `"ping_replied":
 //!   false` → `{"message_id"}` ([`ChannelPost`]).
+//! - `POST /control/channel-permission` — `{"channel_id", "send_messages":
+//!   bool}`: the bot's Send Messages there (without it: 403 50013).
 //! - `GET /control/stats` — [`SimStats`]; `GET /control/rest-log` — every
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
@@ -407,6 +409,14 @@ impl Simulator {
     /// channel, or a replied-to message not in it.
     pub fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, String> {
         self.shared().post_in_channel(post)
+    }
+
+    /// Grants (`true`) or takes away (`false`) the bot's Send Messages in a
+    /// guild channel: without it, posting and typing there answer 403 50013
+    /// Missing Permissions, as Discord does. The error names an unknown
+    /// channel.
+    pub fn set_send_permission(&self, channel_id: Snowflake, allowed: bool) -> Result<(), String> {
+        self.shared().set_send_permission(channel_id, allowed)
     }
 
     /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.

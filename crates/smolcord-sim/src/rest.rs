@@ -22,6 +22,7 @@ use super::{message_body, replies};
 use serde::Serialize;
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
+use smolcord::rest::{Method, Route, Unmatched};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -83,6 +84,12 @@ fn invalid_form(field: &str, code: &str, message: &str) -> Response {
             "errors": {field: {"_errors": [{"code": code, "message": message}]}},
         }),
     )
+}
+
+/// 403 50013: the bot lacks a permission in the channel (Send Messages,
+/// set by [`crate::Simulator::set_send_permission`]).
+fn missing_permissions() -> Response {
+    error(403, 50013, "Missing Permissions")
 }
 
 fn not_found() -> Response {
@@ -324,10 +331,19 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 .standing(&limits, &bucket.bucket, &bucket.major, Instant::now());
         return fault_answer(kind, &bucket, &counts);
     }
-    if route.is_none() {
+    let Some(path) = route else {
         return not_found();
-    }
-    if let (["gateway"], "GET") = (segments.as_slice(), method) {
+    };
+    let route = match Method::parse(method)
+        .ok_or(Unmatched::NotFound)
+        .and_then(|m| Route::parse(m, path))
+    {
+        Ok(route) => route,
+        // Discord's router: a known path with another method is 405.
+        Err(Unmatched::MethodNotAllowed) => return error(405, 0, "405: Method Not Allowed"),
+        Err(_) => return not_found(),
+    };
+    if route == Route::Gateway {
         return Response::json(200, &json!({"url": shared.gateway_url()}));
     }
     if !authorized(shared, request) {
@@ -364,8 +380,8 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             return too_many(scope, retry_after.as_secs_f64(), &bucket, &counts);
         }
     };
-    let response = match (segments.as_slice(), method) {
-        (["gateway", "bot"], "GET") => {
+    let response = match route {
+        Route::GatewayBot => {
             let limit = config.session_start_limit;
             Response::json(
                 200,
@@ -381,45 +397,39 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 }),
             )
         }
-        (["users", "@me"], "GET") => Response::json(200, &objects::bot_user(config)),
-        (["oauth2", "applications", "@me"], "GET") => {
-            Response::json(200, &objects::application(config))
-        }
-        (["users", "@me", "channels"], "POST") => open_dm(state, body),
-        (["channels", channel], "GET") => match channel_object(state, channel) {
+        Route::CurrentUser => Response::json(200, &objects::bot_user(config)),
+        Route::CurrentApplication => Response::json(200, &objects::application(config)),
+        Route::CreateDm => open_dm(state, body),
+        Route::GetChannel { channel_id } => match channel_object(state, channel_id.get()) {
             Some(object) => Response::json(200, &object),
             None => error(404, 10003, "Unknown Channel"),
         },
-        (["channels", channel, "typing"], "POST") => match parse_id(channel) {
-            Some(id) if state.dir.channels.contains_key(&id) => Response::no_content(),
-            _ => error(404, 10003, "Unknown Channel"),
-        },
-        (["channels", channel, "messages"], "POST") => post_message(shared, state, channel, body),
-        (["channels", channel, "messages"], "GET") => channel_messages(state, channel, request),
-        (["channels", channel, "messages", message], "PATCH") => {
-            edit_message(shared, state, channel, message, body)
-        }
-        (["channels", channel, "messages", message], "GET") => {
-            match find_message(state, channel, message) {
-                Some(found) => Response::json(200, &found.object),
-                None => error(404, 10008, "Unknown Message"),
+        Route::TriggerTyping { channel_id } => {
+            if !state.dir.channels.contains_key(&channel_id.get()) {
+                error(404, 10003, "Unknown Channel")
+            } else if state.dir.send_denied.contains(&channel_id.get()) {
+                missing_permissions()
+            } else {
+                Response::no_content()
             }
         }
-        (
-            ["channels", _, "typing"]
-            | ["channels", _, "messages", ..]
-            | ["channels", _]
-            | ["users", "@me", ..]
-            | ["gateway", "bot"],
-            _,
-        ) => error(405, 0, "405: Method Not Allowed"),
+        Route::CreateMessage { channel_id } => post_message(shared, state, channel_id.get(), body),
+        Route::GetMessages { channel_id } => channel_messages(state, channel_id.get(), request),
+        Route::EditMessage {
+            channel_id,
+            message_id,
+        } => edit_message(shared, state, channel_id.get(), message_id.get(), body),
+        Route::GetMessage {
+            channel_id,
+            message_id,
+        } => match state.dir.history.get(channel_id.get(), message_id.get()) {
+            Some(found) => Response::json(200, &state.dir.history.as_read(found)),
+            None => error(404, 10008, "Unknown Message"),
+        },
+        // A route the client knows and the simulator does not serve yet.
         _ => not_found(),
     };
     with_counts(response, &counts, &bucket.bucket)
-}
-
-fn parse_id(text: &str) -> Option<u64> {
-    text.parse().ok()
 }
 
 fn as_id(value: Option<&Value>) -> Option<u64> {
@@ -430,8 +440,7 @@ fn as_id(value: Option<&Value>) -> Option<u64> {
     }
 }
 
-fn channel_object(state: &State, channel: &str) -> Option<Value> {
-    let id = parse_id(channel)?;
+fn channel_object(state: &State, id: u64) -> Option<Value> {
     let info = state.dir.channels.get(&id)?;
     Some(match (&info.recipient, info.guild_id) {
         (Some((user_id, name)), _) => objects::dm_channel(id, &objects::user(*user_id, name)),
@@ -532,11 +541,13 @@ fn store_files(shared: &Shared, state: &mut State, channel_id: u64, body: &Body)
     attachments
 }
 
-fn post_message(shared: &Shared, state: &mut State, channel: &str, body: &Body) -> Response {
-    let Some(channel_id) = parse_id(channel).filter(|id| state.dir.channels.contains_key(id))
-    else {
+fn post_message(shared: &Shared, state: &mut State, channel_id: u64, body: &Body) -> Response {
+    if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
+    if state.dir.send_denied.contains(&channel_id) {
+        return missing_permissions();
+    }
     let guild_id = state.dir.channels.get(&channel_id).and_then(|c| c.guild_id);
     let json = body.json.clone().unwrap_or_else(|| json!({}));
     let content = match check_content(&json) {
@@ -668,21 +679,13 @@ fn stored_message(state: &State, channel_id: u64, message_id: u64) -> Option<Val
         .map(|m| m.object.clone())
 }
 
-fn find_message<'a>(
-    state: &'a mut State,
-    channel: &str,
-    message: &str,
-) -> Option<&'a mut StoredMessage> {
-    state
-        .dir
-        .history
-        .get_mut(parse_id(channel)?, parse_id(message)?)
+fn find_message(state: &mut State, channel: u64, message: u64) -> Option<&mut StoredMessage> {
+    state.dir.history.get_mut(channel, message)
 }
 
 /// `GET /channels/{id}/messages` (see [`super::history`]).
-fn channel_messages(state: &State, channel: &str, request: &Request) -> Response {
-    let Some(channel_id) = parse_id(channel).filter(|id| state.dir.channels.contains_key(id))
-    else {
+fn channel_messages(state: &State, channel_id: u64, request: &Request) -> Response {
+    if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
     match history::page_query(request) {
@@ -697,8 +700,8 @@ fn channel_messages(state: &State, channel: &str, request: &Request) -> Response
 fn edit_message(
     shared: &Shared,
     state: &mut State,
-    channel: &str,
-    message: &str,
+    channel: u64,
+    message: u64,
     body: &Body,
 ) -> Response {
     let json = body.json.clone().unwrap_or_else(|| json!({}));
@@ -720,8 +723,8 @@ fn edit_message(
         Some(_) => {}
     }
     // Uploaded files are added to the message's attachments.
-    let added = match parse_id(channel) {
-        Some(channel_id) if !body.files.is_empty() => store_files(shared, state, channel_id, body),
+    let added = match channel {
+        channel_id if !body.files.is_empty() => store_files(shared, state, channel_id, body),
         _ => Vec::new(),
     };
     let Some(found) = find_message(state, channel, message) else {
@@ -759,7 +762,7 @@ pub(crate) fn attachment(shared: &Shared, request: &Request) -> Response {
         .trim_start_matches('/')
         .split('/')
         .nth(2)
-        .and_then(parse_id);
+        .and_then(|id| id.parse::<u64>().ok());
     let mut state = shared.lock();
     let response = match (
         request.method.as_str(),

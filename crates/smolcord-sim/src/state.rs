@@ -104,6 +104,9 @@ pub(crate) struct Directory {
     /// Every message per channel (users' and the bot's), bounded.
     pub(crate) history: History,
     pub(crate) files: HashMap<u64, StoredFile>,
+    /// Guild channels where the bot lacks Send Messages: posting and
+    /// typing there are 403 50013 (one entry per known channel at most).
+    pub(crate) send_denied: std::collections::HashSet<u64>,
 }
 
 pub(crate) struct State {

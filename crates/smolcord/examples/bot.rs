@@ -22,8 +22,9 @@
 //!
 //! ```text
 //! DISCORD_TOKEN=... cargo run --release --example bot
-//! # against the simulator: `smolcord sim` prints its URLs, then
-//! DISCORD_TOKEN=sim-token SMOLCORD_GATEWAY_URL=ws://127.0.0.1:PORT \
+//! # against the simulator: `smolcord sim` prints its URLs and the token
+//! # it accepts (a Discord-shaped one; any other is answered 401), then
+//! DISCORD_TOKEN=<that token> SMOLCORD_GATEWAY_URL=ws://127.0.0.1:PORT \
 //!   SMOLCORD_API_BASE=http://127.0.0.1:PORT/api/v10 SMOLCORD_SHARDS=0-1/2 \
 //!   cargo run --example bot
 //! ```
@@ -41,7 +42,7 @@ use smolcord::offload::{self, Fallback};
 use smolcord::protocol::{
     Activity, CloseCode, Command, Intents, Message, PresenceUpdate, RawCommand, Snowflake,
 };
-use smolcord::rest::RestClient;
+use smolcord::rest::{MessageDraft, RestClient};
 use smolcord::shard::{
     RemoteIdentifyQueue, SessionState, ShardConfig, ShardEvent, ShardRange, ShardSet,
     ShardSetHandle,
@@ -91,7 +92,7 @@ async fn run() -> Result<(), String> {
     }
     let mut config = ShardConfig::new(token, intents);
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL").unwrap_or(bot.url));
-    config.gateway_info = Some(rest.gateway_info_source());
+    config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
     if let Some(ms) = env("SMOLCORD_IDENTIFY_WINDOW_MS") {
         let ms = ms
             .parse()
@@ -176,8 +177,9 @@ async fn answer(handle: &ShardSetHandle, rest: &RestClient) -> Result<(), String
                     continue;
                 };
                 if message.author.bot != Some(true) && message.content.trim() == "!ping" {
-                    let channel = message.channel_id.to_string();
-                    if let Err(err) = rest.create_message(&channel, "pong").await {
+                    let channel = message.channel_id;
+                    let pong = MessageDraft::text("pong").reply_to(message.id);
+                    if let Err(err) = rest.create_message(channel, &pong).await {
                         log::warn!("cannot answer in {channel}: {err}");
                     }
                     if let Some(guild) = message.guild_id {

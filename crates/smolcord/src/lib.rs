@@ -45,3 +45,9 @@ pub mod shard;
 pub mod token;
 pub mod transport;
 pub mod wire;
+
+// The crate README's examples are compiled (and the simulator one run) as
+// doctests, so the page a bot author starts from cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

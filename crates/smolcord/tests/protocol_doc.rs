@@ -322,7 +322,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
     let mut config = base_config(&sim);
     config.intents = Intents::DIRECT_MESSAGES | Intents::GUILDS;
     // No URL: the shard asks `GET /gateway/bot`, as step 1 shows.
-    config.gateway_info = Some(rest.gateway_info_source());
+    config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
     let ex = LocalExecutor::new();
     let (shard, handle) = Shard::new(config.clone());
     let driver = ex.spawn(shard.run());

@@ -27,7 +27,7 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
     );
     config.gateway_url = Some(env("SMOLCORD_GATEWAY_URL")?);
     config.identify_window = identify_window;
-    config.gateway_info = Some(rest.gateway_info_source());
+    config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
 
     let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
     let ex = smol::LocalExecutor::new();

@@ -223,7 +223,7 @@ where
     shard_config.max_message_bytes = config
         .max_gateway_message_bytes
         .map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
-    shard_config.gateway_info = Some(rest.gateway_info_source());
+    shard_config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
     if let Some(url) = &config.identify_queue_url {
         shard_config.identify_queue = Some(Arc::new(RemoteIdentifyQueue::new(url.clone())));
     }

@@ -9,7 +9,7 @@ use crate::support;
 
 use smolcord::protocol::Snowflake;
 use smolcord_app::config::ChannelConfig;
-use smolcord_sim::{ChannelPost, RestFault, RestFaultKind, SimGuild};
+use smolcord_sim::{ChannelPost, SimGuild};
 use std::time::Duration;
 use support::bridge::*;
 use support::wait::wait_until;
@@ -63,6 +63,20 @@ fn a_mention_from_an_allowed_user_is_answered_in_the_channel() {
             "the mention is not part of the text"
         );
         assert!(answer.content.contains("\"guild_id\""));
+        // A Discord reply to the message, its author not pinged again.
+        assert_eq!(answer.object["type"], 19);
+        assert_eq!(
+            answer.object["message_reference"]["message_id"],
+            asked.to_string()
+        );
+        assert_eq!(answer.object["referenced_message"]["id"], asked.to_string());
+        let post = rig
+            .sim
+            .rest_requests()
+            .into_iter()
+            .find(|r| r.method == "POST" && r.path.ends_with(&format!("{}/messages", general())))
+            .unwrap();
+        assert_eq!(post.body["allowed_mentions"]["replied_user"], false);
         assert_eq!(
             line_count(&log),
             1,
@@ -138,11 +152,8 @@ fn a_channel_that_refuses_the_bot_is_reported_to_the_owner_once() {
         config.channels = vec![ChannelConfig::new(general())];
         let bridge = rig.start(&ex, config, tunables()).await;
         rig.session_ready(T).await;
-        rig.sim.rest_fault(RestFault {
-            kind: RestFaultKind::Forbidden,
-            count: 2,
-            path_prefix: Some(format!("/api/v10/channels/{}/messages", general())),
-        });
+        // The bot lacks Send Messages there: 403 50013, as on Discord.
+        rig.sim.set_send_permission(general(), false).unwrap();
         rig.sim.post_in_channel(&mention(ALICE, "one")).unwrap();
         rig.sim.post_in_channel(&mention(ALICE, "two")).unwrap();
         let counters = bridge.counters.clone();
@@ -161,6 +172,7 @@ fn a_channel_that_refuses_the_bot_is_reported_to_the_owner_once() {
         );
         // Then the channel works again: answered, and the owner is not
         // told twice.
+        rig.sim.set_send_permission(general(), true).unwrap();
         rig.sim.post_in_channel(&mention(ALICE, "three")).unwrap();
         rig.message_containing(general(), "answered", T).await;
         let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;

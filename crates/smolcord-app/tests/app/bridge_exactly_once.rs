@@ -11,7 +11,7 @@ use crate::support;
 
 use serde_json::json;
 use smolcord::protocol::Snowflake;
-use smolcord::rest::Nonce;
+use smolcord::rest::{MessageDraft, Nonce};
 use smolcord_app::bridge::OUTBOX_DIR;
 use smolcord_sim::{SimConfig, SimEvent};
 use std::time::Duration;
@@ -172,7 +172,7 @@ fn a_part_posted_just_before_a_crash_is_not_posted_again_within_the_nonce_window
         // part 0), then died before it could record that.
         let nonce = Nonce::new(format!("r{message}.0")).unwrap();
         rig.rest()
-            .create_message_with_nonce(&dm.to_string(), "the reply", &nonce)
+            .create_message(dm, &MessageDraft::text("the reply").nonce(&nonce))
             .await
             .unwrap();
         record_reply(&rig, dm, message, "the reply", &[]);

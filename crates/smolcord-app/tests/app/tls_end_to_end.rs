@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use smolcord::rest::RestClient;
+use smolcord::rest::{MessageDraft, RestClient};
 use smolcord_sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
 use std::time::Duration;
 use support::binary::Smolcord;
@@ -72,7 +72,7 @@ fn rest_posts_and_downloads_over_https() {
         assert_eq!(gateway.url, sim.gateway_url());
         let channel = sim.dm_channel_of(42);
         let posted = rest
-            .create_message(&channel.to_string(), "over TLS")
+            .create_message(channel, &MessageDraft::text("over TLS"))
             .await
             .expect("POST a message over https");
         assert_eq!(posted.content, "over TLS");

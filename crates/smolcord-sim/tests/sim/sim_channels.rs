@@ -193,3 +193,38 @@ fn the_control_api_posts_mentions_and_replies_and_names_bad_ones() {
             .contains("mention_bot"));
     });
 }
+
+#[test]
+fn without_send_messages_posting_and_typing_are_403_50013() {
+    run(async {
+        let sim = sim();
+        let mut conn = Http::connect(&sim).await;
+        let post = format!("/api/v10/channels/{}/messages", general());
+        let typing = format!("/api/v10/channels/{}/typing", general());
+        let denied = conn
+            .request(
+                "POST",
+                "/control/channel-permission",
+                false,
+                Some(&json!({"channel_id": general().to_string(), "send_messages": false})),
+            )
+            .await;
+        assert_eq!(denied.status, 200);
+        let refused = conn
+            .request("POST", &post, true, Some(&json!({"content": "hi"})))
+            .await;
+        assert_eq!(refused.status, 403);
+        assert_eq!(refused.json()["code"], 50013);
+        let typing_refused = conn.request("POST", &typing, true, None).await;
+        assert_eq!(typing_refused.status, 403);
+        sim.set_send_permission(general(), true).unwrap();
+        let ok = conn
+            .request("POST", &post, true, Some(&json!({"content": "hi"})))
+            .await;
+        assert_eq!(ok.status, 200);
+        assert!(sim
+            .set_send_permission(Snowflake::new(5), false)
+            .unwrap_err()
+            .contains("not a known guild channel"));
+    });
+}

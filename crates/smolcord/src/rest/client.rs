@@ -12,16 +12,14 @@ use serde::de::DeserializeOwned;
 use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
+use super::draft::MessageDraft;
 use super::error::RestError;
 use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
-use super::multipart::{self, Upload, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 use super::nonce::Nonce;
 use super::ratelimit::{seconds, RateLimiter, RouteKey};
-use super::split::MESSAGE_LIMIT;
-use super::types::{Channel, Message};
+use super::route::Route;
 use crate::offload::unblock;
-use crate::protocol::{GatewayBot, Snowflake};
-use crate::shard::{GatewayInfo, GatewayInfoSource};
+use crate::protocol::{Channel, GatewayBot, Message, Snowflake};
 use crate::token::Token;
 
 /// The `User-Agent` Discord requires (`DiscordBot ($url, $version)`).
@@ -75,71 +73,6 @@ impl fmt::Debug for RestClient {
     }
 }
 
-/// A request before it is sent: method, template (for errors and buckets),
-/// concrete path, major parameter, and whether it may be sent again after a
-/// timeout.
-struct Route {
-    method: &'static str,
-    template: &'static str,
-    path: String,
-    major: String,
-    /// Sending it twice has the effect of sending it once. A request that
-    /// timed out may have reached Discord and taken effect (only the answer
-    /// was late or lost), so it is retried only when this holds.
-    idempotent: bool,
-}
-
-impl Route {
-    fn name(&self) -> String {
-        format!("{} {}", self.method, self.template)
-    }
-
-    /// `POST /channels/{channel_id}/messages`, the id checked.
-    fn new_message(channel_id: &str) -> Result<Route, RestError> {
-        let route = Route {
-            method: "POST",
-            template: "/channels/{channel_id}/messages",
-            path: format!("/channels/{channel_id}/messages"),
-            major: channel_id.to_owned(),
-            // Every message the client creates carries a nonce with
-            // `enforce_nonce` (see `message_body`): Discord answers a repeat
-            // with the message the first one created.
-            idempotent: true,
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        Ok(route)
-    }
-
-    /// `PATCH /channels/{channel_id}/messages/{message_id}`, the ids checked.
-    fn edit_message(channel_id: &str, message_id: &str) -> Result<Route, RestError> {
-        let route = Route {
-            method: "PATCH",
-            template: "/channels/{channel_id}/messages/{message_id}",
-            path: format!("/channels/{channel_id}/messages/{message_id}"),
-            major: channel_id.to_owned(),
-            // An edit sets the content (and attachments): a repeat sets the same.
-            idempotent: true,
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        snowflake(&route, "message_id", message_id)?;
-        Ok(route)
-    }
-}
-
-/// A message body: `content` with mentions disabled, and for a new message
-/// its `nonce` with `enforce_nonce`.
-fn message_body(content: &str, nonce: Option<&Nonce>) -> serde_json::Value {
-    let mut body = serde_json::json!({
-        "content": content,
-        "allowed_mentions": { "parse": [] },
-    });
-    if let Some(nonce) = nonce {
-        body["nonce"] = nonce.as_str().into();
-        body["enforce_nonce"] = true.into();
-    }
-    body
-}
-
 impl RestClient {
     /// A client for `api_base` (e.g. `https://discord.com/api/v10`).
     pub fn new(api_base: &str, token: Token) -> RestClient {
@@ -191,62 +124,22 @@ impl RestClient {
         &self.shared.api_base
     }
 
-    /// `GET /gateway/bot` as a shard's [`GatewayInfoSource`]: where to
-    /// connect and the identify budget, asked before each fresh identify.
-    pub fn gateway_info_source(&self) -> GatewayInfoSource {
-        let rest = self.clone();
-        Arc::new(move || {
-            let rest = rest.clone();
-            Box::pin(async move {
-                let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-                Ok(GatewayInfo {
-                    url: bot.url,
-                    session_start_limit: Some(bot.session_start_limit),
-                })
-            })
-        })
-    }
-
     /// `GET /gateway/bot`: gateway URL, shard count, identify budget.
     pub async fn gateway_bot(&self) -> Result<GatewayBot, RestError> {
-        let route = Route {
-            method: "GET",
-            template: "/gateway/bot",
-            path: "/gateway/bot".into(),
-            major: String::new(),
-            idempotent: true,
-        };
-        self.call(route, None).await
+        self.call(Route::GatewayBot, None, None).await
     }
 
     /// `POST /users/@me/channels`: opens (or returns) the DM channel with a user.
-    pub async fn create_dm(&self, recipient_id: &str) -> Result<Channel, RestError> {
-        let template = "/users/@me/channels";
-        let route = Route {
-            method: "POST",
-            template,
-            path: template.into(),
-            major: String::new(),
-            // Opening a DM that is open returns the same channel.
-            idempotent: true,
-        };
-        snowflake(&route, "recipient_id", recipient_id)?;
+    pub async fn create_dm(&self, recipient_id: Snowflake) -> Result<Channel, RestError> {
         let body = serde_json::json!({ "recipient_id": recipient_id });
-        self.call(route, Some(body)).await
+        self.call(Route::CreateDm, None, Some(body)).await
     }
 
-    /// `GET /channels/{id}`: the channel (its `type` tells a DM, 1, from a
+    /// `GET /channels/{id}`: the channel (its `kind` tells a DM from a
     /// guild channel).
-    pub async fn get_channel(&self, channel_id: &str) -> Result<Channel, RestError> {
-        let route = Route {
-            method: "GET",
-            template: "/channels/{channel_id}",
-            path: format!("/channels/{channel_id}"),
-            major: channel_id.to_owned(),
-            idempotent: true,
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        self.call(route, None).await
+    pub async fn get_channel(&self, channel_id: Snowflake) -> Result<Channel, RestError> {
+        self.call(Route::GetChannel { channel_id }, None, None)
+            .await
     }
 
     /// `GET /channels/{id}/messages?after={id}&limit={n}`: the `limit`
@@ -256,144 +149,74 @@ impl RestClient {
     /// Without `after`: the channel's newest `limit` messages.
     pub async fn channel_messages(
         &self,
-        channel_id: &str,
+        channel_id: Snowflake,
         after: Option<Snowflake>,
         limit: u8,
-    ) -> Result<Vec<crate::protocol::Message>, RestError> {
+    ) -> Result<Vec<Message>, RestError> {
         let limit = limit.clamp(1, 100);
         let query = match after {
             Some(after) => format!("after={after}&limit={limit}"),
             None => format!("limit={limit}"),
         };
-        let route = Route {
-            method: "GET",
-            template: "/channels/{channel_id}/messages",
-            path: format!("/channels/{channel_id}/messages?{query}"),
-            major: channel_id.to_owned(),
-            idempotent: true,
-        };
-        snowflake(&route, "channel_id", channel_id)?;
-        self.call(route, None).await
+        self.call(Route::GetMessages { channel_id }, Some(query), None)
+            .await
     }
 
-    /// `POST /channels/{id}/messages` with mentions disabled and a random
-    /// [`Nonce`] (see [`RestClient::create_message_with_nonce`]).
+    /// `GET /channels/{id}/messages?before={id}&limit={n}`: the `limit`
+    /// (1..=100) messages right before `before`, answered newest first as
+    /// Discord does (the conversation leading up to a message).
+    pub async fn channel_messages_before(
+        &self,
+        channel_id: Snowflake,
+        before: Snowflake,
+        limit: u8,
+    ) -> Result<Vec<Message>, RestError> {
+        let limit = limit.clamp(1, 100);
+        let query = format!("before={before}&limit={limit}");
+        self.call(Route::GetMessages { channel_id }, Some(query), None)
+            .await
+    }
+
+    /// `POST /channels/{id}/messages`: sends `draft` as a new message
+    /// (as `multipart/form-data` when it has files), mentions disabled.
+    ///
+    /// The message carries the draft's nonce (a random one if it has none)
+    /// with `enforce_nonce`, so a retry after a lost answer cannot post it
+    /// twice.
     pub async fn create_message(
         &self,
-        channel_id: &str,
-        content: &str,
+        channel_id: Snowflake,
+        draft: &MessageDraft<'_>,
     ) -> Result<Message, RestError> {
-        self.create_message_with_nonce(channel_id, content, &Nonce::random())
-            .await
+        let route = Route::CreateMessage { channel_id };
+        let random = Nonce::random();
+        let nonce = draft.nonce_or(&random);
+        let body = message_body(&route, draft, Some(nonce), false)?;
+        self.call_with(route, None, Some(body)).await
     }
 
-    /// `POST /channels/{id}/messages` with mentions disabled.
-    ///
-    /// The message carries `nonce` with `enforce_nonce`, so a retry after a
-    /// lost answer cannot post it twice, and neither can a later call with
-    /// the same nonce within Discord's window (a few minutes). Content must
-    /// be 1..=2000 characters (see [`super::split_message`]).
-    pub async fn create_message_with_nonce(
-        &self,
-        channel_id: &str,
-        content: &str,
-        nonce: &Nonce,
-    ) -> Result<Message, RestError> {
-        let route = Route::new_message(channel_id)?;
-        check_content(&route, content)?;
-        self.call(route, Some(message_body(content, Some(nonce))))
-            .await
-    }
-
-    /// `PATCH /channels/{id}/messages/{id}`: replaces a message's content.
+    /// `PATCH /channels/{id}/messages/{id}`: replaces a message's content
+    /// (and, when the draft has files, its attachments: e.g. a reply
+    /// replacing a "working…" placeholder).
     pub async fn edit_message(
         &self,
-        channel_id: &str,
-        message_id: &str,
-        content: &str,
+        channel_id: Snowflake,
+        message_id: Snowflake,
+        draft: &MessageDraft<'_>,
     ) -> Result<Message, RestError> {
-        let route = Route::edit_message(channel_id, message_id)?;
-        check_content(&route, content)?;
-        self.call(route, Some(message_body(content, None))).await
-    }
-
-    /// `POST /channels/{id}/messages` with a file and a random [`Nonce`]
-    /// (see [`RestClient::create_message_with_file_and_nonce`]).
-    pub async fn create_message_with_file(
-        &self,
-        channel_id: &str,
-        content: &str,
-        file: Upload<'_>,
-    ) -> Result<Message, RestError> {
-        self.create_message_with_file_and_nonce(channel_id, content, file, &Nonce::random())
-            .await
-    }
-
-    /// `POST /channels/{id}/messages` with a file: a `multipart/form-data`
-    /// body of `payload_json` (the content, mentions disabled, `nonce` with
-    /// `enforce_nonce` as in [`RestClient::create_message_with_nonce`]) and
-    /// `files[0]`. Content may be empty (the file alone); the file must be
-    /// within Discord's default 10 MiB.
-    pub async fn create_message_with_file_and_nonce(
-        &self,
-        channel_id: &str,
-        content: &str,
-        file: Upload<'_>,
-        nonce: &Nonce,
-    ) -> Result<Message, RestError> {
-        let route = Route::new_message(channel_id)?;
-        let body = upload_body(&route, message_body(content, Some(nonce)), file, true)?;
-        self.call_with(route, Some(body)).await
-    }
-
-    /// [`RestClient::create_message_with_file_and_nonce`] without the
-    /// `attachments` array in `payload_json`. Discord documents that array
-    /// as optional ("Uploading Files": each `files[n]` part names its file
-    /// in its `Content-Disposition`; `attachments` only adds metadata such
-    /// as a description), and a server that refuses a form with it may take
-    /// the form without it: the fallback for an upload refused for good.
-    pub async fn create_message_with_bare_file_and_nonce(
-        &self,
-        channel_id: &str,
-        content: &str,
-        file: Upload<'_>,
-        nonce: &Nonce,
-    ) -> Result<Message, RestError> {
-        let route = Route::new_message(channel_id)?;
-        let body = upload_body(&route, message_body(content, Some(nonce)), file, false)?;
-        self.call_with(route, Some(body)).await
-    }
-
-    /// `PATCH /channels/{id}/messages/{id}` with a file: replaces the
-    /// content and attaches `file` (e.g. a reply replacing a "working…"
-    /// placeholder).
-    pub async fn edit_message_with_file(
-        &self,
-        channel_id: &str,
-        message_id: &str,
-        content: &str,
-        file: Upload<'_>,
-    ) -> Result<Message, RestError> {
-        let route = Route::edit_message(channel_id, message_id)?;
-        // On an edit the array is what attaches the file: Discord keeps
-        // only the files it lists.
-        let body = upload_body(&route, message_body(content, None), file, true)?;
-        self.call_with(route, Some(body)).await
+        let route = Route::EditMessage {
+            channel_id,
+            message_id,
+        };
+        let body = message_body(&route, draft, None, true)?;
+        self.call_with(route, None, Some(body)).await
     }
 
     /// `POST /channels/{id}/typing`: shows "typing…" for about 10 s.
-    pub async fn trigger_typing(&self, channel_id: &str) -> Result<(), RestError> {
-        let route = Route {
-            method: "POST",
-            template: "/channels/{channel_id}/typing",
-            path: format!("/channels/{channel_id}/typing"),
-            major: channel_id.to_owned(),
-            // A second "typing…" within the first one's 10 s shows nothing new.
-            idempotent: true,
-        };
-        snowflake(&route, "channel_id", channel_id)?;
+    pub async fn trigger_typing(&self, channel_id: Snowflake) -> Result<(), RestError> {
         // An empty body still gets `Content-Length: 0`, which proxies want.
-        self.send(&route, Some(Body::json(Vec::new())))
+        let route = Route::TriggerTyping { channel_id };
+        self.send(&route, None, Some(Body::json(Vec::new())))
             .await
             .map(drop)
     }
@@ -435,30 +258,52 @@ impl RestClient {
     async fn call<T: DeserializeOwned>(
         &self,
         route: Route,
+        query: Option<String>,
         body: Option<serde_json::Value>,
     ) -> Result<T, RestError> {
         let body = body.map(|b| Body::json(b.to_string().into_bytes()));
-        self.call_with(route, body).await
+        self.call_with(route, query, body).await
     }
 
     async fn call_with<T: DeserializeOwned>(
         &self,
         route: Route,
+        query: Option<String>,
         body: Option<Body>,
     ) -> Result<T, RestError> {
-        let reply = self.send(&route, body).await?;
+        let reply = self.send(&route, query, body).await?;
         serde_json::from_slice(&reply.body).map_err(|e| RestError::Decode {
-            route: route.name(),
+            route: route.to_string(),
             detail: self.shared.token.redact(&e.to_string()),
         })
     }
 
     /// Sends with rate limits and retries; returns a 2xx reply.
-    async fn send(&self, route: &Route, body: Option<Body>) -> Result<Reply, RestError> {
-        let name = route.name();
+    async fn send(
+        &self,
+        route: &Route,
+        query: Option<String>,
+        body: Option<Body>,
+    ) -> Result<Reply, RestError> {
+        self.send_as(route, query, body, route.idempotent()).await
+    }
+
+    /// [`RestClient::send`], a timeout retried only when `idempotent`.
+    async fn send_as(
+        &self,
+        route: &Route,
+        query: Option<String>,
+        body: Option<Body>,
+        idempotent: bool,
+    ) -> Result<Reply, RestError> {
+        let name = route.to_string();
         let key = RouteKey {
             route: name.clone(),
-            major: route.major.clone(),
+            major: route.major().map(|id| id.to_string()).unwrap_or_default(),
+        };
+        let path = match &query {
+            Some(query) => format!("{}?{query}", route.path()),
+            None => route.path(),
         };
         let mut waited = Duration::ZERO;
         let mut rate_limited = 0;
@@ -486,8 +331,8 @@ impl RestClient {
 
             let agent = self.shared.agent.clone();
             let out = Outgoing {
-                method: route.method,
-                url: format!("{}{}", self.shared.api_base, route.path),
+                method: route.method().as_str(),
+                url: format!("{}{path}", self.shared.api_base),
                 token: Some(self.shared.token.clone()),
                 body: body.clone(),
                 timeout: self.timeout,
@@ -497,7 +342,7 @@ impl RestClient {
             let result = unblock(move || exchange(&agent, out, &task_route)).await;
             let reply = match result {
                 Ok(reply) => reply,
-                Err(e) if transient + 1 < TRANSIENT_TRIES && worth_retrying(route, &e) => {
+                Err(e) if transient + 1 < TRANSIENT_TRIES && worth_retrying(idempotent, &e) => {
                     transient += 1;
                     log::warn!("{e}; retrying");
                     Timer::after(backoff(transient)).await;
@@ -589,9 +434,9 @@ fn is_transient(e: &RestError) -> bool {
 /// leaves it open whether Discord acted on the request, so a route whose
 /// repeat could act twice (a message without an enforced nonce, say: none
 /// is sent today) fails with it, and its caller decides.
-fn worth_retrying(route: &Route, e: &RestError) -> bool {
+fn worth_retrying(idempotent: bool, e: &RestError) -> bool {
     match e {
-        RestError::Timeout { .. } => route.idempotent,
+        RestError::Timeout { .. } => idempotent,
         e => is_transient(e),
     }
 }
@@ -601,75 +446,26 @@ fn backoff(attempt: u32) -> Duration {
     base + Duration::from_millis(fastrand::u64(0..100))
 }
 
-/// Ids go into URL paths, so they must be snowflakes and nothing else.
-fn snowflake(route: &Route, what: &str, id: &str) -> Result<(), RestError> {
-    if !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(())
-    } else {
-        let shown: String = id.chars().take(40).collect();
-        Err(RestError::InvalidInput {
-            route: route.name(),
-            detail: format!("{what} {shown:?} is not a snowflake id"),
-        })
-    }
-}
-
-/// The multipart body of a message (`payload`, which gets the file's
-/// `attachments` entry when `attachments_field`) with one file, within
-/// Discord's limits.
-fn upload_body(
+/// The request body of `draft`: JSON, or a multipart form with its files.
+fn message_body(
     route: &Route,
-    mut payload: serde_json::Value,
-    file: Upload<'_>,
-    attachments_field: bool,
+    draft: &MessageDraft<'_>,
+    nonce: Option<&Nonce>,
+    edit: bool,
 ) -> Result<Body, RestError> {
     let invalid = |detail: String| RestError::InvalidInput {
-        route: route.name(),
+        route: route.to_string(),
         detail,
     };
-    let content = payload["content"].as_str().unwrap_or_default();
-    if !content.is_empty() {
-        check_content(route, content)?;
+    let payload = draft.body(nonce, edit).map_err(invalid)?;
+    if draft.files().is_empty() {
+        return Ok(Body::json(payload.to_string().into_bytes()));
     }
-    if attachments_field {
-        payload["attachments"] = serde_json::json!([{ "id": 0, "filename": file.filename }]);
-    }
-    if !multipart::plain_filename(file.filename) {
-        return Err(invalid(format!(
-            "file name {:?} must be 1 to 100 ASCII letters, digits, '.', '_' or '-'",
-            file.filename.chars().take(40).collect::<String>()
-        )));
-    }
-    if file.bytes.len() > MAX_FILE_BYTES {
-        return Err(invalid(format!(
-            "the file has {} bytes; Discord takes at most {MAX_FILE_BYTES} per file",
-            file.bytes.len()
-        )));
-    }
-    let (content_type, bytes) = multipart::form(payload.to_string().as_bytes(), &[file]);
-    if bytes.len() > MAX_REQUEST_BYTES {
-        return Err(invalid(format!(
-            "the request has {} bytes; Discord takes at most {MAX_REQUEST_BYTES}",
-            bytes.len()
-        )));
-    }
+    let (content_type, bytes) = draft.form(&payload).map_err(invalid)?;
     Ok(Body {
         content_type,
         bytes: bytes.into(),
     })
-}
-
-fn check_content(route: &Route, content: &str) -> Result<(), RestError> {
-    let chars = content.chars().count();
-    if content.trim().is_empty() || chars > MESSAGE_LIMIT {
-        return Err(RestError::InvalidInput {
-            route: route.name(),
-            detail: format!(
-                "content has {chars} characters; Discord takes 1 to {MESSAGE_LIMIT} (use split_message)"
-            ),
-        });
-    }
-    Ok(())
 }
 
 /// `GET host/path` of a download URL: no query (signed CDN URLs carry their
@@ -722,15 +518,11 @@ mod tests {
                 Token::new("a-test-token").unwrap(),
             )
             .with_timeout(Duration::from_millis(300));
-            let route = Route {
-                method: "POST",
-                template: "/things",
-                path: "/things".into(),
-                major: String::new(),
-                idempotent,
+            let route = Route::CreateMessage {
+                channel_id: Snowflake::new(1),
             };
             let err = rest
-                .send(&route, Some(Body::json(b"{}".to_vec())))
+                .send_as(&route, None, Some(Body::json(b"{}".to_vec())), idempotent)
                 .await
                 .err()
                 .expect("no answer, no success");

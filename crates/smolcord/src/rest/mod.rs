@@ -1,6 +1,8 @@
-//! REST: the few Discord HTTP calls the bridge needs — `GET /gateway/bot`,
-//! open a DM, send / edit a message (with a file: `multipart/form-data`;
-//! with a [`Nonce`] that makes a re-send create nothing new),
+//! REST: the few Discord HTTP calls the bridge needs — one route table
+//! ([`Route`], which the simulator serves by too) — `GET /gateway/bot`,
+//! open a DM, read history, create / edit a message from one
+//! [`MessageDraft`] (files as `multipart/form-data`, a reply, a [`Nonce`]
+//! that makes a re-send create nothing new),
 //! typing, attachment download — with
 //! Discord's rate limits (buckets, 429 `retry_after`, the global limit),
 //! retries of 5xx and transport failures (and of timeouts, for the
@@ -32,34 +34,37 @@
 //!
 //! ```no_run
 //! # smol::block_on(async {
-//! use smolcord::rest::{split_message, RestClient, MESSAGE_LIMIT};
+//! use smolcord::protocol::Snowflake;
+//! use smolcord::rest::{split_message, MessageDraft, RestClient, MESSAGE_LIMIT};
 //! use smolcord::token::Token;
 //! let token = Token::new("…").expect("a token");
 //! let rest = RestClient::new("https://discord.com/api/v10", token);
-//! let dm = rest.create_dm("80351110224678912").await?;
+//! let dm = rest.create_dm(Snowflake::new(80351110224678912)).await?;
 //! for chunk in split_message("a long reply", MESSAGE_LIMIT) {
-//!     rest.create_message(&dm.id, &chunk).await?;
+//!     rest.create_message(dm.id, &MessageDraft::text(&chunk)).await?;
 //! }
 //! # Ok::<(), smolcord::rest::RestError>(())
 //! # });
 //! ```
 
 mod client;
+mod draft;
 mod error;
 mod exchange;
 mod multipart;
 mod nonce;
 mod plain;
 mod ratelimit;
+mod route;
 mod split;
 mod tls;
-mod types;
 
 pub use crate::protocol::{GatewayBot, SessionStartLimit};
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
+pub use draft::MessageDraft;
 pub use error::RestError;
-pub use multipart::{Upload, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
+pub use multipart::{Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 pub use nonce::{Nonce, NONCE_MAX_CHARS};
 pub use plain::plain_get;
+pub use route::{Method, Route, Unmatched};
 pub use split::{split_message, MESSAGE_LIMIT};
-pub use types::{Channel, Message, MessageAttachment};

@@ -6,6 +6,8 @@
 /// Discord's default limit per uploaded file (boosts raise it; a bot cannot
 /// count on that).
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// Discord's limit on files per message.
+pub const MAX_FILES: usize = 10;
 /// Discord's limit on a whole request.
 pub const MAX_REQUEST_BYTES: usize = 25 * 1024 * 1024;
 

@@ -114,8 +114,27 @@ pub struct GatewayInfo {
 /// A boxed future, as returned by a [`GatewayInfoSource`].
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Asks for the gateway URL and identify budget (normally `GET /gateway/bot`).
-pub type GatewayInfoSource = Arc<dyn Fn() -> BoxFuture<Result<GatewayInfo, String>> + Send + Sync>;
+/// Asks for the gateway URL and identify budget: `GET /gateway/bot`
+/// ([`gateway_info_from`]), or a stand-in that answers as it would.
+pub type GatewayInfoSource =
+    Arc<dyn Fn() -> BoxFuture<Result<GatewayInfo, crate::rest::RestError>> + Send + Sync>;
+
+/// `GET /gateway/bot` through `rest` as a shard's [`GatewayInfoSource`]:
+/// where to connect and the identify budget, asked before each fresh
+/// identify.
+pub fn gateway_info_from(rest: &crate::rest::RestClient) -> GatewayInfoSource {
+    let rest = rest.clone();
+    Arc::new(move || {
+        let rest = rest.clone();
+        Box::pin(async move {
+            let bot = rest.gateway_bot().await?;
+            Ok(GatewayInfo {
+                url: bot.url,
+                session_start_limit: Some(bot.session_start_limit),
+            })
+        })
+    })
+}
 
 /// How a shard connects and behaves.
 #[derive(Clone)]

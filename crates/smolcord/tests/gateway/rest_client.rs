@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures_lite::future;
-use smolcord::rest::{RestClient, RestError, USER_AGENT};
+use smolcord::protocol::{ChannelType, Snowflake};
+use smolcord::rest::{MessageDraft, RestClient, RestError, USER_AGENT};
 use smolcord::token::Token;
 
 use server::{Canned, Server};
@@ -27,7 +28,9 @@ fn client(server: &Server) -> RestClient {
 }
 
 fn message_json(id: &str) -> String {
-    format!(r#"{{"id":"{id}","channel_id":"123","content":"hi","extra":{{"ignored":true}}}}"#)
+    format!(
+        r#"{{"id":"{id}","channel_id":"123","author":{{"id":"1","username":"bot"}},"content":"hi","extra":{{"ignored":true}}}}"#
+    )
 }
 
 fn assert_no_secret(e: &RestError) {
@@ -51,12 +54,15 @@ fn sends_auth_user_agent_and_json() {
         ])
         .await;
         let rest = client(&server);
-        let message = rest.create_message("123", "hello <@1>").await.unwrap();
+        let message = rest
+            .create_message(Snowflake::new(123), &MessageDraft::text("hello <@1>"))
+            .await
+            .unwrap();
         assert_eq!(
-            (message.id.as_str(), message.channel_id.as_str()),
-            ("9", "123")
+            (message.id.to_string(), message.channel_id.to_string()),
+            ("9".to_owned(), "123".to_owned())
         );
-        rest.trigger_typing("123").await.unwrap();
+        rest.trigger_typing(Snowflake::new(123)).await.unwrap();
         let gateway = rest.gateway_bot().await.unwrap();
         assert_eq!(gateway.url, "wss://gw.example");
         assert_eq!(gateway.session_start_limit.remaining, 998);
@@ -105,9 +111,15 @@ fn create_dm_and_edit_message() {
         ])
         .await;
         let rest = client(&server);
-        let dm = rest.create_dm("42").await.unwrap();
-        assert_eq!((dm.id.as_str(), dm.kind), ("555", 1));
-        rest.edit_message("123", "77", "done").await.unwrap();
+        let dm = rest.create_dm(Snowflake::new(42)).await.unwrap();
+        assert_eq!((dm.id, dm.kind), (Snowflake::new(555), ChannelType::DM));
+        rest.edit_message(
+            Snowflake::new(123),
+            Snowflake::new(77),
+            &MessageDraft::text("done"),
+        )
+        .await
+        .unwrap();
         let seen = server.requests();
         assert_eq!(seen[0].path, "/api/v10/users/@me/channels");
         let body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
@@ -133,7 +145,10 @@ fn honours_retry_after_on_429() {
         ])
         .await;
         let start = Instant::now();
-        client(&server).create_message("123", "x").await.unwrap();
+        client(&server)
+            .create_message(Snowflake::new(123), &MessageDraft::text("x"))
+            .await
+            .unwrap();
         let elapsed = start.elapsed();
         let seen = server.requests();
         assert_eq!(seen.len(), 2, "retried once");
@@ -156,7 +171,10 @@ fn retry_after_header_alone_is_honoured() {
             Canned::json(200, &message_json("1")),
         ])
         .await;
-        client(&server).create_message("123", "x").await.unwrap();
+        client(&server)
+            .create_message(Snowflake::new(123), &MessageDraft::text("x"))
+            .await
+            .unwrap();
         let seen = server.requests();
         let gap = seen[1].at - seen[0].at;
         assert!(gap >= Duration::from_secs(1), "waited only {gap:?}");
@@ -174,7 +192,7 @@ fn too_long_rate_limit_gives_up_at_once() {
         .await;
         let start = Instant::now();
         let err = client(&server)
-            .create_message("123", "x")
+            .create_message(Snowflake::new(123), &MessageDraft::text("x"))
             .await
             .unwrap_err();
         assert!(start.elapsed() < Duration::from_secs(3));
@@ -201,9 +219,15 @@ fn exhausted_bucket_delays_the_next_call_on_that_channel_only() {
             .header("X-RateLimit-Bucket", "abcd");
         let server = Server::start(vec![exhausted, fresh.clone(), fresh]).await;
         let rest = client(&server);
-        rest.create_message("111", "a").await.unwrap();
-        rest.create_message("222", "b").await.unwrap(); // other channel: no wait
-        rest.create_message("111", "c").await.unwrap(); // same bucket: waits
+        rest.create_message(Snowflake::new(111), &MessageDraft::text("a"))
+            .await
+            .unwrap();
+        rest.create_message(Snowflake::new(222), &MessageDraft::text("b"))
+            .await
+            .unwrap(); // other channel: no wait
+        rest.create_message(Snowflake::new(111), &MessageDraft::text("c"))
+            .await
+            .unwrap(); // same bucket: waits
         let seen = server.requests();
         assert_eq!(seen.len(), 3);
         let other = seen[1].at - seen[0].at;
@@ -232,7 +256,7 @@ fn discord_json_error_is_typed_and_permanent() {
         )])
         .await;
         let err = client(&server)
-            .create_message("123", "x")
+            .create_message(Snowflake::new(123), &MessageDraft::text("x"))
             .await
             .unwrap_err();
         assert_eq!(
@@ -263,7 +287,10 @@ fn server_errors_are_retried() {
             Canned::json(200, &message_json("1")),
         ])
         .await;
-        client(&server).create_message("123", "x").await.unwrap();
+        client(&server)
+            .create_message(Snowflake::new(123), &MessageDraft::text("x"))
+            .await
+            .unwrap();
         assert_eq!(server.requests().len(), 3);
 
         let server = Server::start(vec![
@@ -273,7 +300,7 @@ fn server_errors_are_retried() {
         ])
         .await;
         let err = client(&server)
-            .create_message("123", "x")
+            .create_message(Snowflake::new(123), &MessageDraft::text("x"))
             .await
             .unwrap_err();
         assert!(
@@ -292,7 +319,7 @@ fn unanswered_request_times_out_after_three_tries() {
         let start = Instant::now();
         let err = client(&server)
             .with_timeout(Duration::from_millis(300))
-            .trigger_typing("123")
+            .trigger_typing(Snowflake::new(123))
             .await
             .unwrap_err();
         assert_eq!(
@@ -331,9 +358,15 @@ fn idempotent_requests_are_sent_again_after_a_timeout() {
         // Long enough that an answer that is not held back always makes it.
         let rest = client(&server).with_timeout(Duration::from_millis(500));
         rest.gateway_bot().await.unwrap();
-        rest.create_dm("42").await.unwrap();
-        rest.edit_message("123", "77", "done").await.unwrap();
-        rest.trigger_typing("123").await.unwrap();
+        rest.create_dm(Snowflake::new(42)).await.unwrap();
+        rest.edit_message(
+            Snowflake::new(123),
+            Snowflake::new(77),
+            &MessageDraft::text("done"),
+        )
+        .await
+        .unwrap();
+        rest.trigger_typing(Snowflake::new(123)).await.unwrap();
         let seen: Vec<String> = server
             .requests()
             .iter()
@@ -377,12 +410,12 @@ fn a_message_that_timed_out_is_sent_again_and_posted_once() {
             .with_timeout(Duration::from_secs(1));
         let nonce = Nonce::new("r1.0").unwrap();
         let message = rest
-            .create_message_with_nonce(&dm.to_string(), "the reply", &nonce)
+            .create_message(dm, &MessageDraft::text("the reply").nonce(&nonce))
             .await
             .expect("the retry gets the message the first try created");
         let messages = sim.messages_in(dm);
         assert_eq!(messages.len(), 1, "{messages:?}");
-        assert_eq!(message.id, messages[0].id.to_string());
+        assert_eq!(message.id, messages[0].id);
         let posts: Vec<_> = sim
             .rest_requests()
             .into_iter()
@@ -427,7 +460,10 @@ fn token_never_appears_in_errors() {
         .await;
         let rest = client(&server);
         for _ in 0..3 {
-            let err = rest.create_message("123", "x").await.unwrap_err();
+            let err = rest
+                .create_message(Snowflake::new(123), &MessageDraft::text("x"))
+                .await
+                .unwrap_err();
             assert_no_secret(&err);
         }
         assert!(!format!("{rest:?}").contains("sekrit"));
@@ -439,8 +475,15 @@ fn bad_arguments_never_reach_the_server() {
     run(async {
         let server = Server::start(vec![]).await;
         let rest = client(&server);
+        // An id is a `Snowflake` by type now: "12/../../users" cannot be
+        // passed at all. A nonce or a reply on an edit can.
+        let nonce = smolcord::rest::Nonce::random();
         let err = rest
-            .create_message("12/../../users", "x")
+            .edit_message(
+                Snowflake::new(12),
+                Snowflake::new(1),
+                &MessageDraft::text("x").nonce(&nonce),
+            )
             .await
             .unwrap_err();
         assert!(
@@ -448,11 +491,14 @@ fn bad_arguments_never_reach_the_server() {
             "{err:?}"
         );
         let err = rest
-            .create_message("123", &"x".repeat(2001))
+            .create_message(Snowflake::new(123), &MessageDraft::text(&"x".repeat(2001)))
             .await
             .unwrap_err();
         assert!(err.to_string().contains("2001"), "{err}");
-        assert!(rest.create_message("123", "  ").await.is_err());
+        assert!(rest
+            .create_message(Snowflake::new(123), &MessageDraft::text("  "))
+            .await
+            .is_err());
         assert!(rest
             .download("file:///etc/passwd", 10, Path::new("/nonexistent"))
             .await

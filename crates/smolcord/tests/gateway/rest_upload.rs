@@ -4,7 +4,7 @@
 //! limits, which the REST client must ride out.
 #![allow(clippy::disallowed_methods)] // tests may block
 
-use smolcord::rest::{RestClient, RestError, Upload, MAX_FILE_BYTES};
+use smolcord::rest::{MessageDraft, RestClient, RestError, Upload, MAX_FILE_BYTES};
 use smolcord::token::Token;
 use smolcord_sim::{RestRateLimit, SimConfig, Simulator, DEFAULT_SIM_TOKEN};
 use std::time::{Duration, Instant};
@@ -46,12 +46,15 @@ fn a_message_with_a_file_is_stored_and_served_like_discord() {
     let sim = Simulator::start(SimConfig::default()).unwrap();
     let rest = client(&sim);
     let channel_id = sim.dm_channel_of(USER);
-    let channel = channel_id.to_string();
+    let channel = channel_id;
     // Bytes that look like multipart framing must not confuse the body.
     let text = "line one\r\n--boundary?\r\n\r\nünïcødé\n".repeat(1000);
     run(async {
         let message = rest
-            .create_message_with_file(&channel, "see the file", text_file(text.as_bytes()))
+            .create_message(
+                channel,
+                &MessageDraft::text("see the file").file(text_file(text.as_bytes())),
+            )
             .await
             .unwrap();
         assert_eq!(message.content, "see the file");
@@ -62,9 +65,16 @@ fn a_message_with_a_file_is_stored_and_served_like_discord() {
         assert_eq!(download(&attachment.url), text.as_bytes());
 
         // Editing adds a file to a message (a placeholder becoming a reply).
-        let placeholder = rest.create_message(&channel, "working…").await.unwrap();
+        let placeholder = rest
+            .create_message(channel, &MessageDraft::text("working…"))
+            .await
+            .unwrap();
         let edited = rest
-            .edit_message_with_file(&channel, &placeholder.id, "done", text_file(b"the reply"))
+            .edit_message(
+                channel,
+                placeholder.id,
+                &MessageDraft::text("done").file(text_file(b"the reply")),
+            )
             .await
             .unwrap();
         assert_eq!(edited.content, "done");
@@ -92,9 +102,10 @@ fn a_message_with_a_file_is_stored_and_served_like_discord() {
 fn files_over_discords_limit_are_refused_by_the_client_and_the_simulator() {
     let sim = Simulator::start(SimConfig::default()).unwrap();
     let rest = client(&sim);
-    let channel = sim.dm_channel_of(USER).to_string();
+    let channel = sim.dm_channel_of(USER);
     let big = vec![b'a'; MAX_FILE_BYTES + 1];
-    let err = run(rest.create_message_with_file(&channel, "", text_file(&big))).unwrap_err();
+    let err = run(rest.create_message(channel, &MessageDraft::text("").file(text_file(&big))))
+        .unwrap_err();
     assert!(matches!(err, RestError::InvalidInput { .. }), "{err}");
     assert!(sim.rest_requests().is_empty(), "refused before sending");
 
@@ -136,7 +147,7 @@ fn the_simulator_enforces_rate_limits_and_the_client_rides_them_out() {
     })
     .unwrap();
     let channel_id = sim.dm_channel_of(USER);
-    let channel = channel_id.to_string();
+    let channel = channel_id;
     // A client that ignores the headers gets 429 on the third message.
     let post = |n: u32| {
         ureq::post(format!("{}/channels/{channel}/messages", sim.api_base()))
@@ -160,7 +171,7 @@ fn the_simulator_enforces_rate_limits_and_the_client_rides_them_out() {
     let started = Instant::now();
     run(async {
         for n in 0..6 {
-            rest.create_message(&channel, &format!("paced {n}"))
+            rest.create_message(channel, &MessageDraft::text(&format!("paced {n}")))
                 .await
                 .unwrap();
         }

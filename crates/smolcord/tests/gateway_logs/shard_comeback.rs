@@ -215,7 +215,7 @@ fn a_hung_gateway_bot_does_not_hold_the_identify_after_op_9() {
     let mut config = shard_config(&sim);
     config.identify_window = Duration::from_millis(50);
     let rest = RestClient::new(&sim.api_base(), sim.config().token.clone());
-    config.gateway_info = Some(rest.gateway_info_source());
+    config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
     run_local(config, |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
         // GET /gateway/bot (asked before every identify, for the budget)

@@ -31,7 +31,7 @@ fn config_asking_the_gateway(sim: &Simulator) -> smolcord::shard::ShardConfig {
     config.gateway_info = Some(Arc::new(move || {
         let rest = rest.clone();
         Box::pin(async move {
-            let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
+            let bot = rest.gateway_bot().await?;
             Ok(GatewayInfo {
                 url: bot.url,
                 session_start_limit: Some(bot.session_start_limit),

@@ -45,7 +45,7 @@ fn set_config(sim: &Simulator, window: Duration) -> ShardConfig {
     let mut config = shard_config(sim);
     config.identify_window = window;
     let rest = RestClient::new(&sim.api_base(), sim.config().token.clone());
-    config.gateway_info = Some(rest.gateway_info_source());
+    config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
     config
 }
 

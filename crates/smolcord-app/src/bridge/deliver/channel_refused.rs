@@ -65,7 +65,7 @@ pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake
         log::warn!("no owner to tell that channel {channel} refuses the bot");
         return;
     };
-    let dm = match ctx.rest.create_dm(&owner.to_string()).await {
+    let dm = match ctx.rest.create_dm(owner).await {
         Ok(dm) => dm,
         Err(e) => {
             log::warn!("telling the owner about channel {channel}: opening the DM failed: {e}");
@@ -73,13 +73,8 @@ pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake
             return;
         }
     };
-    match dm.id.parse::<Snowflake>() {
-        Ok(dm) => {
-            let nonce = nonce::notice(message, Notice::ChannelRefused);
-            notify(ctx, dm, &owner_text(channel, e), &nonce).await;
-        }
-        Err(e) => log::warn!("telling the owner about channel {channel}: DM channel id: {e}"),
-    }
+    let nonce = nonce::notice(message, Notice::ChannelRefused);
+    notify(ctx, dm.id, &owner_text(channel, e), &nonce).await;
 }
 
 #[cfg(test)]

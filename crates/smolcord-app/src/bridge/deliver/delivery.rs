@@ -22,7 +22,7 @@ use crate::status::now_unix_ms;
 use serde::Serialize;
 use smolcord::offload::run_command;
 use smolcord::protocol::Snowflake;
-use smolcord::rest::{split_message, Nonce, RestError, Upload, MESSAGE_LIMIT};
+use smolcord::rest::{split_message, MessageDraft, Nonce, RestError, Upload, MESSAGE_LIMIT};
 use std::path::Path;
 use std::time::Duration;
 
@@ -156,9 +156,8 @@ pub(crate) async fn send<R: Record>(
     channel: Snowflake,
     plan: &Plan,
     record: &mut R,
-    placeholder: Option<&str>,
+    placeholder: Option<Snowflake>,
 ) -> Result<(), RestError> {
-    let channel_id = channel.to_string();
     let mut text_plan = record.sent().as_text.then(|| plan.as_text());
     let sent = loop {
         let plan = text_plan.as_ref().unwrap_or(plan);
@@ -169,7 +168,8 @@ pub(crate) async fn send<R: Record>(
         }
         let nonce = record.nonce(part);
         let replaces = placeholder.filter(|_| part == 0);
-        match send_part(ctx, &channel_id, plan, part, &nonce, replaces).await {
+        let reply_to = record.replies_to().filter(|_| part == 0);
+        match send_part(ctx, channel, plan, part, &nonce, replaces, reply_to).await {
             Ok(id) => {
                 record.sent().message_ids.push(id);
                 if part + 1 < parts {
@@ -189,7 +189,7 @@ pub(crate) async fn send<R: Record>(
         }
     };
     let delivered = record.sent().parts();
-    let first = record.sent().message_ids.first().map(String::as_str);
+    let first = record.sent().message_ids.first().copied();
     // A placeholder the first part did not become is still "working…".
     let leftover = placeholder.filter(|&id| first != Some(id));
     let outcome = match &sent {
@@ -199,7 +199,11 @@ pub(crate) async fn send<R: Record>(
     match (&sent, leftover) {
         (_, Some(id)) => {
             // An edit is idempotent: a restart may repeat it.
-            if let Err(e) = ctx.rest.edit_message(&channel_id, id, &outcome).await {
+            if let Err(e) = ctx
+                .rest
+                .edit_message(channel, id, &MessageDraft::text(&outcome))
+                .await
+            {
                 log::warn!("editing the placeholder to the outcome failed: {e}");
                 ctx.reporter.rest_failure(FailureKind::Delivery, &e);
             }
@@ -253,34 +257,40 @@ pub(crate) async fn save<R: Record>(ctx: &Ctx, record: &R) {
 
 async fn send_part(
     ctx: &Ctx,
-    channel: &str,
+    channel: Snowflake,
     plan: &Plan,
     part: usize,
     nonce: &Nonce,
-    placeholder: Option<&str>,
-) -> Result<String, RestError> {
+    placeholder: Option<Snowflake>,
+    reply_to: Option<Snowflake>,
+) -> Result<Snowflake, RestError> {
     let rest = &ctx.rest;
+    let replying = |draft| replying(draft, reply_to);
     let (message, text) = match plan {
         Plan::Messages(chunks) => {
             let chunk = &chunks[part];
             if let Some(id) = placeholder {
                 // An edit is idempotent: repeating it after a restart is harmless.
-                match rest.edit_message(channel, id, chunk).await {
+                match rest
+                    .edit_message(channel, id, &MessageDraft::text(chunk))
+                    .await
+                {
                     Ok(message) => return Ok(message.id),
                     Err(e) => log::warn!(
                         "replacing the placeholder failed ({e}); sending the reply as a new message"
                     ),
                 }
             }
-            let created = rest.create_message_with_nonce(channel, chunk, nonce).await;
+            let created = rest
+                .create_message(channel, &replying(MessageDraft::text(chunk).nonce(nonce)))
+                .await;
             return created.map(|message| message.id);
         }
         Plan::File { message, text } => (message, text),
     };
+    let draft = MessageDraft::text(message).file(upload(text));
     if let Some(id) = placeholder {
-        match rest
-            .edit_message_with_file(channel, id, message, upload(text))
-            .await
+        match rest.edit_message(channel, id, &draft).await
         {
             Ok(message) => return Ok(message.id),
             Err(e) => log::warn!(
@@ -289,7 +299,7 @@ async fn send_part(
         }
     }
     match rest
-        .create_message_with_file_and_nonce(channel, message, upload(text), nonce)
+        .create_message(channel, &replying(draft.clone().nonce(nonce)))
         .await
     {
         Ok(message) => Ok(message.id),
@@ -299,10 +309,21 @@ async fn send_part(
             log::warn!(
                 "uploading {REPLY_FILE} failed ({e}); trying once without the optional attachments metadata"
             );
-            rest.create_message_with_bare_file_and_nonce(channel, message, upload(text), nonce)
+            let bare = replying(draft.without_attachments_metadata().nonce(nonce));
+            rest.create_message(channel, &bare)
                 .await
                 .map(|message| message.id)
         }
+    }
+}
+
+/// `draft` as a Discord reply to `reply_to` (quoting it, its author not
+/// pinged), if given. An edit cannot add one: a placeholder in a server
+/// channel is posted as the reply already.
+fn replying(draft: MessageDraft<'_>, reply_to: Option<Snowflake>) -> MessageDraft<'_> {
+    match reply_to {
+        Some(message) => draft.reply_to(message),
+        None => draft,
     }
 }
 
@@ -319,7 +340,7 @@ fn upload(text: &str) -> Upload<'_> {
 pub(crate) async fn notify(ctx: &Ctx, channel: Snowflake, text: &str, nonce: &Nonce) -> bool {
     match ctx
         .rest
-        .create_message_with_nonce(&channel.to_string(), text, nonce)
+        .create_message(channel, &MessageDraft::text(text).nonce(nonce))
         .await
     {
         Ok(_) => true,
@@ -338,7 +359,7 @@ struct FallbackInput<'a> {
     channel_id: Snowflake,
     content: &'a str,
     error: String,
-    delivered_message_ids: &'a [String],
+    delivered_message_ids: &'a [Snowflake],
 }
 
 /// A delivery that ended, for [`settle`].
@@ -350,7 +371,7 @@ pub(crate) struct Settle<'a> {
     /// How sending ended.
     pub sent: Result<(), RestError>,
     /// The messages that went out.
-    pub delivered: &'a [String],
+    pub delivered: &'a [Snowflake],
     /// Archive even when delivered (spool results); replies are archived
     /// only when delivery failed.
     pub archive_delivered: bool,

@@ -589,14 +589,11 @@ async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
         "Started in safe mode: {} start-ups in a row did not complete a turn. Only you are answered until a message gets through; check the log and `smolcord failures`.",
         ctx.runtime.borrow().failed_starts.saturating_sub(1)
     );
-    match ctx.rest.create_dm(&owner.to_string()).await {
-        Ok(dm) => match dm.id.parse::<Snowflake>() {
-            Ok(channel) => {
-                // Once per start-up in safe mode: nothing to repeat.
-                delivery::notify(ctx, channel, &text, &Nonce::random()).await;
-            }
-            Err(e) => log::warn!("safe-mode notice: DM channel id: {e}"),
-        },
+    match ctx.rest.create_dm(owner).await {
+        Ok(dm) => {
+            // Once per start-up in safe mode: nothing to repeat.
+            delivery::notify(ctx, dm.id, &text, &Nonce::random()).await;
+        }
         Err(e) => {
             log::warn!("safe-mode notice: opening a DM with the owner failed: {e}");
             ctx.reporter.rest_failure(FailureKind::Rest, &e);

@@ -48,7 +48,7 @@ use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::work::worker;
 use crate::status::now_unix_ms;
 use smol::channel::Sender;
-use smolcord::protocol::{Message, Snowflake};
+use smolcord::protocol::{ChannelType, Message, Snowflake};
 use smolcord::rest::RestError;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -271,11 +271,9 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
         let Some(user) = run.unresolved.borrow().first().copied() else {
             break;
         };
-        let opened = ctx.rest.create_dm(&user.to_string()).await;
+        let opened = ctx.rest.create_dm(user).await;
         let permanent = opened.as_ref().err().is_some_and(RestError::is_permanent);
-        let channel = opened
-            .map_err(|e| e.to_string())
-            .and_then(|c| c.id.parse::<Snowflake>().map_err(|e| e.to_string()));
+        let channel = opened.map(|c| c.id).map_err(|e| e.to_string());
         // Taken off only now: until here a DM the session dispatched from
         // this user gated its channel itself (`before_message`).
         let still = {
@@ -315,8 +313,8 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
         };
         let channel = pending.channel;
         if !pending.known_dm {
-            match ctx.rest.get_channel(&channel.to_string()).await {
-                Ok(found) if found.kind == 1 => {}
+            match ctx.rest.get_channel(channel).await {
+                Ok(found) if found.kind == ChannelType::DM => {}
                 Ok(_) => {
                     let mut not_dm = known.not_dm.borrow_mut();
                     if not_dm.len() >= PROCESSED_CHANNELS {
@@ -386,18 +384,17 @@ async fn read_channel(
     let mut cursor = mark.unwrap_or_else(|| snowflake_at(oldest_ms));
     let mut kept: VecDeque<Message> = VecDeque::new();
     let mut skipped: Option<Skipped> = None;
-    let channel_id = channel.to_string();
     let mut pages = 0;
     let mut jumped = false;
     loop {
         let mut page = if pages < bounds.pages_per_channel {
             ctx.rest
-                .channel_messages(&channel_id, Some(cursor), PAGE)
+                .channel_messages(channel, Some(cursor), PAGE)
                 .await?
         } else {
             // Past the page bound: the newest page, the rest unread.
             jumped = true;
-            ctx.rest.channel_messages(&channel_id, None, PAGE).await?
+            ctx.rest.channel_messages(channel, None, PAGE).await?
         };
         pages += 1;
         let unread_from = cursor;

@@ -45,7 +45,7 @@ const MAX_RECORD_BYTES: u64 = 8 << 20;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Sent {
     /// The ids of the messages created (or edited), in part order.
-    pub message_ids: Vec<String>,
+    pub message_ids: Vec<Snowflake>,
     /// The reply was to go as a file, the upload was refused for good, and
     /// it goes as (at most `delivery`'s `MAX_FALLBACK_MESSAGES`) text
     /// messages instead: recorded before the first of them, so a restart
@@ -71,6 +71,12 @@ pub(crate) trait Record: Serialize {
     fn undelivered_nonce(&self) -> Nonce;
     /// What went out so far.
     fn sent(&mut self) -> &mut Sent;
+    /// The message its first part replies to (Discord's reply, quoting
+    /// it), if any: a reply in a server channel, where several
+    /// conversations share one channel.
+    fn replies_to(&self) -> Option<Snowflake> {
+        None
+    }
 }
 
 /// A reply on record.
@@ -94,13 +100,17 @@ pub(crate) struct ReplyRecord {
     pub notice: bool,
     /// The "working…" message the first part replaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placeholder: Option<String>,
+    pub placeholder: Option<Snowflake>,
     /// What went out so far.
     #[serde(default)]
     pub sent: Sent,
 }
 
 impl Record for ReplyRecord {
+    fn replies_to(&self) -> Option<Snowflake> {
+        self.guild_id.map(|_| self.message_id)
+    }
+
     fn file_name(&self) -> String {
         reply_file_name(self.channel_id, self.message_id)
     }
@@ -362,7 +372,7 @@ mod tests {
             outbox.create_dir().await.unwrap();
             let mut record = reply(7, 100);
             outbox.save(&record).await.unwrap();
-            record.sent.message_ids.push("555".into());
+            record.sent.message_ids.push(Snowflake::new(555));
             outbox.save(&record).await.unwrap();
             outbox.save(&reply(8, 200)).await.unwrap();
             let (listed, more) = outbox.replies(10).await.unwrap();
@@ -396,7 +406,7 @@ mod tests {
             offload::create_dir_all(&results).await.unwrap();
             let mut record = outbox.result("a.json", channel, "one").await.unwrap();
             assert_eq!(record.sent.parts(), 0);
-            record.sent.message_ids.push("1".into());
+            record.sent.message_ids.push(Snowflake::new(1));
             outbox.save(&record).await.unwrap();
             assert_eq!(
                 outbox.result("a.json", channel, "one").await.unwrap(),

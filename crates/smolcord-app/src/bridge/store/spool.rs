@@ -241,7 +241,7 @@ pub struct ArchiveEntry {
     pub error: Option<String>,
     /// Messages created (chunks delivered before a failure included).
     #[serde(default)]
-    pub delivered_message_ids: Vec<String>,
+    pub delivered_message_ids: Vec<Snowflake>,
     /// When archived (unix ms).
     pub archived_unix_ms: u64,
 }

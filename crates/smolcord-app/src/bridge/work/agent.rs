@@ -17,6 +17,7 @@ use crate::recorder::FailureKind;
 use smol::channel;
 use smolcord::offload::{run_command, CommandOutput};
 use smolcord::protocol::Snowflake;
+use smolcord::rest::MessageDraft;
 use smolcord::rt::Timer;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -38,7 +39,7 @@ pub(crate) struct AgentRun {
     /// The reply, or the text telling the user it failed.
     pub reply: Result<Reply, String>,
     /// The placeholder message, if one was posted.
-    pub placeholder: Option<String>,
+    pub placeholder: Option<Snowflake>,
 }
 
 /// Runs the agent for `task` (waits for a slot first).
@@ -54,14 +55,15 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     // The indicator runs as its own task so that stopping it never cuts a
     // REST call in half (a half-sent placeholder would be left behind).
     let (stop_tx, stop_rx) = channel::bounded::<()>(1);
-    let (done_tx, done_rx) = channel::bounded::<Option<String>>(1);
+    let (done_tx, done_rx) = channel::bounded::<Option<Snowflake>>(1);
     let placeholder = Rc::new(RefCell::new(None));
     {
         let ctx = ctx.clone();
         let (channel, message) = (task.channel_id, task.message_id);
+        let in_guild = task.guild_id.is_some();
         let placeholder = placeholder.clone();
         ctx.clone().spawn("bridge-typing", async move {
-            indicate(&ctx, channel, message, stop_rx, &placeholder).await;
+            indicate(&ctx, channel, message, in_guild, stop_rx, &placeholder).await;
             let _ = done_tx.try_send(placeholder.borrow_mut().take());
         });
     }
@@ -178,15 +180,16 @@ const INDICATOR_TIMEOUT: Duration = Duration::from_secs(5);
 /// abandoned when `stop` closes; a placeholder call in flight is finished
 /// first, and none is started after `stop`. The placeholder's nonce comes
 /// from `message`, so a run repeated after a crash finds the first one.
+/// `in_guild`: the placeholder is a Discord reply to `message`.
 async fn indicate(
     ctx: &Ctx,
     channel: Snowflake,
     message: Snowflake,
+    in_guild: bool,
     stop: channel::Receiver<()>,
-    placeholder: &RefCell<Option<String>>,
+    placeholder: &RefCell<Option<Snowflake>>,
 ) {
     let started = Instant::now();
-    let channel_id = channel.to_string();
     let mut next_typing = started;
     let mut placeholder_at = ctx.tunables.placeholder_after.map(|after| started + after);
     let rest = ctx.rest.clone().with_timeout(INDICATOR_TIMEOUT);
@@ -196,7 +199,7 @@ async fn indicate(
             // Typing leaves nothing behind: abandoned the moment the agent
             // is done (a hung typing call must not hold the reply).
             let typed = futures_lite::future::or(
-                async { Some(rest.trigger_typing(&channel_id).await) },
+                async { Some(rest.trigger_typing(channel).await) },
                 async {
                     let _ = stop.recv().await;
                     None
@@ -227,10 +230,13 @@ async fn indicate(
                 // returns the placeholder a late try posted, with the id.
                 placeholder_at = None;
                 let nonce = nonce::placeholder(message);
-                match rest
-                    .create_message_with_nonce(&channel_id, PLACEHOLDER, &nonce)
-                    .await
-                {
+                let mut draft = MessageDraft::text(PLACEHOLDER).nonce(&nonce);
+                if in_guild {
+                    // The reply replaces it by an edit, which cannot add
+                    // the reference: it is the reply from the start.
+                    draft = draft.reply_to(message);
+                }
+                match rest.create_message(channel, &draft).await {
                     Ok(message) => *placeholder.borrow_mut() = Some(message.id),
                     Err(e) => {
                         log::debug!("placeholder: {e}");

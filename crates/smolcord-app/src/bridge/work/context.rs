@@ -47,14 +47,9 @@ async fn read_before(
     message: Snowflake,
     n: u8,
 ) -> Result<Vec<Message>, smolcord::rest::RestError> {
-    // The channel's newest page: the message was just taken, so what came
-    // after it is at most what waited behind it in its queue.
-    let limit = n
-        .saturating_add(crate::bridge::jobs::queue::MAX_CHANNEL_JOBS as u8)
-        .min(100);
     let page = ctx
         .rest
-        .channel_messages(&channel.to_string(), None, limit)
+        .channel_messages_before(channel, message, n)
         .await?;
     Ok(oldest_first_before(page, message, n))
 }

@@ -532,15 +532,8 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
     let plan = Plan::new(&record.content, record.note.as_deref());
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
-    let placeholder = record.placeholder.clone();
-    let sent = delivery::send(
-        ctx,
-        record.channel_id,
-        &plan,
-        &mut record,
-        placeholder.as_deref(),
-    )
-    .await;
+    let placeholder = record.placeholder;
+    let sent = delivery::send(ctx, record.channel_id, &plan, &mut record, placeholder).await;
     if let (Some(_), Err(e)) = (record.guild_id, &sent) {
         channel_refused::on_refusal(ctx, record.channel_id, record.message_id, e).await;
     }

@@ -408,7 +408,7 @@ impl Driver {
     async fn wait_asking_gateway_info(
         &self,
         wait: Duration,
-    ) -> Option<Option<Result<GatewayInfo, String>>> {
+    ) -> Option<Option<Result<GatewayInfo, crate::rest::RestError>>> {
         let Some(source) = self.shard.config.gateway_info.clone() else {
             return self.pause(wait).await.then_some(None);
         };
@@ -430,7 +430,7 @@ impl Driver {
     }
 
     /// Takes in an answer of `GET /gateway/bot`.
-    fn apply_gateway_info(&mut self, answer: Result<GatewayInfo, String>) {
+    fn apply_gateway_info(&mut self, answer: Result<GatewayInfo, crate::rest::RestError>) {
         match answer {
             Ok(info) => {
                 if self.shard.config.gateway_url.is_none() {

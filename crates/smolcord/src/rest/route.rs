@@ -1,0 +1,377 @@
+//! The REST vocabulary: every route smolcord speaks, as one table that the
+//! client sends by and the simulator serves by (`smolcord-sim` parses each
+//! request with [`Route::parse`]), so the two cannot drift apart.
+//!
+//! A route knows its method, its path template (what errors and rate-limit
+//! buckets are named by), its major parameter (Discord's "top-level
+//! resource": a channel's or guild's id, which splits a bucket per
+//! resource) and whether sending it twice acts once (a request that timed
+//! out may have taken effect; only such routes are sent again).
+//!
+//! ```
+//! use smolcord::protocol::Snowflake;
+//! use smolcord::rest::{Method, Route};
+//! let channel = Snowflake::new(41);
+//! let route = Route::CreateMessage { channel_id: channel };
+//! assert_eq!(route.path(), "/channels/41/messages");
+//! assert_eq!(route.to_string(), "POST /channels/{channel_id}/messages");
+//! assert_eq!(Route::parse(Method::Post, "/channels/41/messages"), Ok(route));
+//! ```
+
+use crate::protocol::Snowflake;
+use std::fmt;
+
+/// An HTTP method of a [`Route`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// `GET`.
+    Get,
+    /// `POST`.
+    Post,
+    /// `PATCH`.
+    Patch,
+    /// `PUT`.
+    Put,
+    /// `DELETE`.
+    Delete,
+}
+
+impl Method {
+    /// The method as it goes on the request line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    /// The method of a request line (case-sensitive, as HTTP says), if it
+    /// is one a route uses.
+    pub fn parse(text: &str) -> Option<Method> {
+        Some(match text {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "PATCH" => Method::Patch,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One Discord REST route with its ids. Paths are relative to the API base
+/// (`https://discord.com/api/v10`); a query string is not part of a route.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// `GET /gateway`: the gateway URL (no token needed).
+    Gateway,
+    /// `GET /gateway/bot`: gateway URL, shard count, identify budget.
+    GatewayBot,
+    /// `GET /users/@me`: the bot's own user.
+    CurrentUser,
+    /// `GET /oauth2/applications/@me`: the bot's application.
+    CurrentApplication,
+    /// `POST /users/@me/channels`: opens (or returns) a DM channel.
+    CreateDm,
+    /// `GET /channels/{channel_id}`.
+    GetChannel {
+        /// The channel.
+        channel_id: Snowflake,
+    },
+    /// `POST /channels/{channel_id}/typing`.
+    TriggerTyping {
+        /// The channel.
+        channel_id: Snowflake,
+    },
+    /// `GET /channels/{channel_id}/messages` (before/after/around/limit in
+    /// the query).
+    GetMessages {
+        /// The channel.
+        channel_id: Snowflake,
+    },
+    /// `POST /channels/{channel_id}/messages`.
+    CreateMessage {
+        /// The channel.
+        channel_id: Snowflake,
+    },
+    /// `GET /channels/{channel_id}/messages/{message_id}`.
+    GetMessage {
+        /// The channel.
+        channel_id: Snowflake,
+        /// The message.
+        message_id: Snowflake,
+    },
+    /// `PATCH /channels/{channel_id}/messages/{message_id}`.
+    EditMessage {
+        /// The channel.
+        channel_id: Snowflake,
+        /// The message.
+        message_id: Snowflake,
+    },
+}
+
+/// Why [`Route::parse`] matched nothing.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmatched {
+    /// No route has this path (Discord: 404).
+    NotFound,
+    /// A route has this path, but not with this method (Discord: 405).
+    MethodNotAllowed,
+}
+
+impl fmt::Display for Unmatched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Unmatched::NotFound => "no such route",
+            Unmatched::MethodNotAllowed => "the route does not take this method",
+        })
+    }
+}
+
+impl std::error::Error for Unmatched {}
+
+impl Route {
+    /// The HTTP method.
+    pub const fn method(&self) -> Method {
+        match self {
+            Route::Gateway
+            | Route::GatewayBot
+            | Route::CurrentUser
+            | Route::CurrentApplication
+            | Route::GetChannel { .. }
+            | Route::GetMessages { .. }
+            | Route::GetMessage { .. } => Method::Get,
+            Route::CreateDm | Route::TriggerTyping { .. } | Route::CreateMessage { .. } => {
+                Method::Post
+            }
+            Route::EditMessage { .. } => Method::Patch,
+        }
+    }
+
+    /// The path template, ids named: what errors, logs and rate-limit
+    /// buckets call the route.
+    pub const fn template(&self) -> &'static str {
+        match self {
+            Route::Gateway => "/gateway",
+            Route::GatewayBot => "/gateway/bot",
+            Route::CurrentUser => "/users/@me",
+            Route::CurrentApplication => "/oauth2/applications/@me",
+            Route::CreateDm => "/users/@me/channels",
+            Route::GetChannel { .. } => "/channels/{channel_id}",
+            Route::TriggerTyping { .. } => "/channels/{channel_id}/typing",
+            Route::GetMessages { .. } | Route::CreateMessage { .. } => {
+                "/channels/{channel_id}/messages"
+            }
+            Route::GetMessage { .. } | Route::EditMessage { .. } => {
+                "/channels/{channel_id}/messages/{message_id}"
+            }
+        }
+    }
+
+    /// The concrete path, ids filled in.
+    pub fn path(&self) -> String {
+        match self {
+            Route::Gateway
+            | Route::GatewayBot
+            | Route::CurrentUser
+            | Route::CurrentApplication
+            | Route::CreateDm => self.template().to_owned(),
+            Route::GetChannel { channel_id } => format!("/channels/{channel_id}"),
+            Route::TriggerTyping { channel_id } => format!("/channels/{channel_id}/typing"),
+            Route::GetMessages { channel_id } | Route::CreateMessage { channel_id } => {
+                format!("/channels/{channel_id}/messages")
+            }
+            Route::GetMessage {
+                channel_id,
+                message_id,
+            }
+            | Route::EditMessage {
+                channel_id,
+                message_id,
+            } => format!("/channels/{channel_id}/messages/{message_id}"),
+        }
+    }
+
+    /// The major parameter: the top-level resource whose id splits the
+    /// route's rate-limit bucket (a channel here), if the route has one.
+    pub const fn major(&self) -> Option<Snowflake> {
+        match self {
+            Route::GetChannel { channel_id }
+            | Route::TriggerTyping { channel_id }
+            | Route::GetMessages { channel_id }
+            | Route::CreateMessage { channel_id }
+            | Route::GetMessage { channel_id, .. }
+            | Route::EditMessage { channel_id, .. } => Some(*channel_id),
+            Route::Gateway
+            | Route::GatewayBot
+            | Route::CurrentUser
+            | Route::CurrentApplication
+            | Route::CreateDm => None,
+        }
+    }
+
+    /// Whether sending it twice has the effect of sending it once, so a
+    /// request that timed out (it may have reached Discord and acted) may
+    /// be sent again.
+    pub const fn idempotent(&self) -> bool {
+        match self {
+            // Reads.
+            Route::Gateway
+            | Route::GatewayBot
+            | Route::CurrentUser
+            | Route::CurrentApplication
+            | Route::GetChannel { .. }
+            | Route::GetMessages { .. }
+            | Route::GetMessage { .. } => true,
+            // Opening a DM that is open returns the same channel.
+            Route::CreateDm => true,
+            // A second "typing…" within the first one's 10 s shows nothing new.
+            Route::TriggerTyping { .. } => true,
+            // The client sends every new message with a nonce and
+            // `enforce_nonce`: Discord answers a repeat with the message
+            // the first one created.
+            Route::CreateMessage { .. } => true,
+            // An edit sets the content (and attachments): a repeat sets the same.
+            Route::EditMessage { .. } => true,
+        }
+    }
+
+    /// The route a request for `path` (relative to the API base, without
+    /// its query) names. Ids must be snowflakes (digits), as Discord's
+    /// router wants them; anything else is [`Unmatched::NotFound`].
+    pub fn parse(method: Method, path: &str) -> Result<Route, Unmatched> {
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let id = |text: &str| -> Result<Snowflake, Unmatched> {
+            if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(Unmatched::NotFound);
+            }
+            text.parse().map_err(|_| Unmatched::NotFound)
+        };
+        // Every route this path could be, by method.
+        let candidates: Vec<Route> = match segments.as_slice() {
+            ["gateway"] => vec![Route::Gateway],
+            ["gateway", "bot"] => vec![Route::GatewayBot],
+            ["users", "@me"] => vec![Route::CurrentUser],
+            ["oauth2", "applications", "@me"] => vec![Route::CurrentApplication],
+            ["users", "@me", "channels"] => vec![Route::CreateDm],
+            ["channels", channel] => vec![Route::GetChannel {
+                channel_id: id(channel)?,
+            }],
+            ["channels", channel, "typing"] => vec![Route::TriggerTyping {
+                channel_id: id(channel)?,
+            }],
+            ["channels", channel, "messages"] => {
+                let channel_id = id(channel)?;
+                vec![
+                    Route::GetMessages { channel_id },
+                    Route::CreateMessage { channel_id },
+                ]
+            }
+            ["channels", channel, "messages", message] => {
+                let (channel_id, message_id) = (id(channel)?, id(message)?);
+                vec![
+                    Route::GetMessage {
+                        channel_id,
+                        message_id,
+                    },
+                    Route::EditMessage {
+                        channel_id,
+                        message_id,
+                    },
+                ]
+            }
+            _ => return Err(Unmatched::NotFound),
+        };
+        candidates
+            .into_iter()
+            .find(|route| route.method() == method)
+            .ok_or(Unmatched::MethodNotAllowed)
+    }
+}
+
+/// `METHOD /template`, e.g. `POST /channels/{channel_id}/messages`.
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.method(), self.template())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One of each route, with ids.
+    fn every_route() -> Vec<Route> {
+        let (channel_id, message_id) = (Snowflake::new(41), Snowflake::new(7));
+        vec![
+            Route::Gateway,
+            Route::GatewayBot,
+            Route::CurrentUser,
+            Route::CurrentApplication,
+            Route::CreateDm,
+            Route::GetChannel { channel_id },
+            Route::TriggerTyping { channel_id },
+            Route::GetMessages { channel_id },
+            Route::CreateMessage { channel_id },
+            Route::GetMessage {
+                channel_id,
+                message_id,
+            },
+            Route::EditMessage {
+                channel_id,
+                message_id,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_route_parses_back_from_its_method_and_path() {
+        for route in every_route() {
+            assert_eq!(Route::parse(route.method(), &route.path()), Ok(route));
+        }
+    }
+
+    #[test]
+    fn a_known_path_with_another_method_is_not_allowed_and_a_stranger_path_not_found() {
+        assert_eq!(
+            Route::parse(Method::Delete, "/channels/41/messages"),
+            Err(Unmatched::MethodNotAllowed)
+        );
+        assert_eq!(
+            Route::parse(Method::Get, "/channels/41/pins"),
+            Err(Unmatched::NotFound)
+        );
+        assert_eq!(
+            Route::parse(Method::Get, "/channels/../messages"),
+            Err(Unmatched::NotFound)
+        );
+        assert_eq!(
+            Route::parse(Method::Get, "/channels/99999999999999999999999/messages"),
+            Err(Unmatched::NotFound)
+        );
+    }
+
+    #[test]
+    fn the_channel_is_the_major_parameter() {
+        for route in every_route() {
+            let has_channel = route.template().starts_with("/channels/");
+            assert!(
+                route.idempotent(),
+                "{route}: the client retries only idempotent routes"
+            );
+            assert_eq!(route.major().is_some(), has_channel, "{route}");
+        }
+    }
+}
