@@ -246,6 +246,9 @@ impl Shared {
             d["referenced_message"] = referenced;
         }
         d["mentions"] = Value::Array(mentions);
+        if state.dir.thread_parent.contains_key(&channel_id) {
+            d["channel_type"] = json!(11);
+        }
         state.post_from_user(&self.config, channel_id, id, &d);
         Ok(Snowflake::new(id))
     }

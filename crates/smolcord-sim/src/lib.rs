@@ -68,7 +68,10 @@
 //! [`SimConfig::rest_rate_limit`]; without it the counts run against
 //! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
 //! checked field by field (`message_body.rs`: 400 50035 naming the field),
-//! and replies get `referenced_message` (`replies.rs`).
+//! and replies get `referenced_message` (`replies.rs`). A thread started
+//! from a message (`POST /channels/{id}/messages/{id}/threads`) is a
+//! channel of its own whose id is the message's (`threads.rs`);
+//! [`Simulator::post_in_channel`] posts in it like in any channel.
 //!
 //! Every message in a channel (injected users' and the bot's; not raw
 //! `/control/dispatch` payloads nor `Fault::Flood` DMs) is kept in its history, 10 000 per
@@ -186,6 +189,7 @@ mod server;
 mod session;
 mod state;
 mod stats;
+mod threads;
 mod tls;
 mod zlib;
 mod zstd;

@@ -426,6 +426,16 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             Some(found) => Response::json(200, &state.dir.history.as_read(found)),
             None => error(404, 10008, "Unknown Message"),
         },
+        Route::StartThreadFromMessage {
+            channel_id,
+            message_id,
+        } => super::threads::start_from_message(
+            shared,
+            state,
+            channel_id.get(),
+            message_id.get(),
+            body.json.as_ref(),
+        ),
         // A route the client knows and the simulator does not serve yet.
         _ => not_found(),
     };

@@ -107,6 +107,8 @@ pub(crate) struct Directory {
     /// Guild channels where the bot lacks Send Messages: posting and
     /// typing there are 403 50013 (one entry per known channel at most).
     pub(crate) send_denied: std::collections::HashSet<u64>,
+    /// Threads started from a message: thread (= message) id → its channel.
+    pub(crate) thread_parent: HashMap<u64, u64>,
 }
 
 pub(crate) struct State {

@@ -17,7 +17,7 @@ use crate::bridge::report::reporter::Reporter;
 use crate::bridge::store::outbox::Outbox;
 use crate::bridge::store::persist::{Coalescing, SeqFloor};
 use crate::bridge::store::spool::Spool;
-use crate::config::Config;
+use crate::config::{ChannelConfig, Config};
 use smol::lock::Semaphore;
 use smol::LocalExecutor;
 use smolcord::offload;
@@ -74,6 +74,20 @@ impl Ctx {
         if let Some(ex) = self.executor.upgrade() {
             ex.spawn(smolcord::loopwatch::watch(name, future)).detach();
         }
+    }
+
+    /// The `channels` entry a guild channel is answered by: its own, or,
+    /// for a thread the bot started (thread mode), its channel's; `true`
+    /// in that thread.
+    pub fn channel_entry(&self, channel: Snowflake) -> Option<(&ChannelConfig, bool)> {
+        if let Some(entry) = self.config.channel(channel) {
+            return Some((entry, false));
+        }
+        let parent = self.runtime.borrow().threads.get(&channel).copied()?;
+        self.config
+            .channel(parent)
+            .filter(|entry| entry.thread)
+            .map(|entry| (entry, true))
     }
 
     pub fn bot_user(&self) -> Option<Snowflake> {

@@ -9,7 +9,7 @@ use smolcord::protocol::CloseCode;
 /// the bridge asked for MESSAGE_CONTENT itself: a 4014 then names that.
 pub fn setting_for(code: u16, channel_content: bool) -> Option<&'static str> {
     Some(match code {
-        4014 if channel_content => "a channel in `channels` has `\"mention\": false`, which needs the MESSAGE_CONTENT intent: enable \"Message Content Intent\" on the Developer Portal's Bot page, or set `\"mention\": true`",
+        4014 if channel_content => "a channel in `channels` has `\"mention\": false` or `\"thread\": true`, which need the MESSAGE_CONTENT intent: enable \"Message Content Intent\" on the Developer Portal's Bot page, or set `\"mention\": true` and `\"thread\": false`",
         4004 => "check DISCORD_TOKEN (or token_file)",
         4010 => "check `shard` / `shards` (or SMOLCORD_SHARDS) in the config",
         4011 => "raise the shard count in `shards` (or SMOLCORD_SHARDS), or use `\"auto\"`",

@@ -95,7 +95,10 @@ async fn start_and_run(
         .map_err(|e| e.to_string())?
         .ok_or("no token: set DISCORD_TOKEN (or `token_file` in the config)")?;
     let check_rest = RestClient::new(&config.api_base, token.clone());
-    let channel_content = !config.channels.iter().all(|channel| channel.mention);
+    let channel_content = config
+        .channels
+        .iter()
+        .any(|channel| !channel.mention || channel.thread);
     let refused = Cell::new(None);
     let outcome = run_bridge(
         config,

@@ -14,6 +14,9 @@
 //! (default true): only messages that mention the bot or reply to it are
 //! taken; false needs the privileged MESSAGE_CONTENT intent (Discord
 //! withholds the text of the others), which the bridge then requests.
+//! `thread` (default false): the answer goes into a thread started from
+//! the message, where the conversation goes on without mentions (so it
+//! needs MESSAGE_CONTENT too).
 //! `context_messages` (default 0, at most [`MAX_CONTEXT_MESSAGES`]): the
 //! task carries that many messages from before it (docs/agent.md).
 
@@ -46,6 +49,10 @@ pub struct ChannelConfig {
     /// How many messages before the taken one the task carries (0: none).
     #[serde(default)]
     pub context_messages: u8,
+    /// Answer in a thread started from the message; the conversation then
+    /// goes on there without mentions.
+    #[serde(default)]
+    pub thread: bool,
 }
 
 fn yes() -> bool {
@@ -61,6 +68,7 @@ impl ChannelConfig {
             users: None,
             mention: true,
             context_messages: 0,
+            thread: false,
         }
     }
 }
@@ -68,13 +76,18 @@ impl ChannelConfig {
 /// The intents `channels` adds to the configured ones: GUILD_MESSAGES
 /// when any channel is named (else Discord sends no guild message at all,
 /// and a DM-only bridge is not sent every message of every server it is
-/// in), MESSAGE_CONTENT when one of them needs no mention.
+/// in), MESSAGE_CONTENT when one of them needs no mention, or answers in
+/// threads (where the conversation goes on without mentions, and Discord
+/// withholds the text of a message that does not mention the bot).
 pub fn intents_for(channels: &[ChannelConfig]) -> Intents {
     let mut intents = Intents::empty();
     if !channels.is_empty() {
         intents |= Intents::GUILD_MESSAGES;
     }
-    if channels.iter().any(|channel| !channel.mention) {
+    if channels
+        .iter()
+        .any(|channel| !channel.mention || channel.thread)
+    {
         intents |= Intents::MESSAGE_CONTENT;
     }
     intents

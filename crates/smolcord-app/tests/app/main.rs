@@ -34,6 +34,8 @@ mod bridge_shards;
 #[cfg(feature = "sim")]
 mod bridge_state;
 #[cfg(feature = "sim")]
+mod bridge_threads;
+#[cfg(feature = "sim")]
 mod cli_hostile;
 #[cfg(feature = "sim")]
 mod cli_lifecycle;

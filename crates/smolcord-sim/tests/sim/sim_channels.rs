@@ -228,3 +228,50 @@ fn without_send_messages_posting_and_typing_are_403_50013() {
             .contains("not a known guild channel"));
     });
 }
+
+#[test]
+fn a_thread_starts_once_from_a_message_and_takes_messages() {
+    run(async {
+        let sim = sim();
+        let mut conn = Http::connect(&sim).await;
+        let asked = sim
+            .post_in_channel(&ChannelPost::new(general(), 42, "ann", "trip?").mentioning())
+            .unwrap();
+        let path = format!("/api/v10/channels/{}/messages/{asked}/threads", general());
+        let started = conn
+            .request("POST", &path, true, Some(&json!({"name": "trip?"})))
+            .await;
+        assert_eq!(started.status, 201, "{:?}", started.json());
+        assert_eq!(started.json()["id"], asked.to_string());
+        assert_eq!(started.json()["type"], 11);
+        assert_eq!(started.json()["parent_id"], general().to_string());
+        let again = conn
+            .request("POST", &path, true, Some(&json!({"name": "trip?"})))
+            .await;
+        assert_eq!(again.status, 400);
+        assert_eq!(again.json()["code"], 160004);
+        let unnamed = conn
+            .request(
+                "POST",
+                &format!("/api/v10/channels/{}/messages/5/threads", general()),
+                true,
+                Some(&json!({"name": "x"})),
+            )
+            .await;
+        assert_eq!(unnamed.status, 404);
+        assert_eq!(unnamed.json()["code"], 10008);
+        // The thread is a channel: users and the bot post in it.
+        sim.post_in_channel(&ChannelPost::new(asked, 42, "ann", "hotel?"))
+            .unwrap();
+        let reply = conn
+            .request(
+                "POST",
+                &format!("/api/v10/channels/{asked}/messages"),
+                true,
+                Some(&json!({"content": "booked"})),
+            )
+            .await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(sim.messages_in(asked).len(), 1);
+    });
+}

@@ -212,6 +212,32 @@ impl RestClient {
         self.call_with(route, None, Some(body)).await
     }
 
+    /// `POST /channels/{id}/messages/{id}/threads`: starts a public thread
+    /// named `name` (1 to 100 characters) from a message; the thread's id
+    /// is the message's. Discord refuses a second thread from the same
+    /// message (400 160004), so a timeout is not retried.
+    pub async fn start_thread_from_message(
+        &self,
+        channel_id: Snowflake,
+        message_id: Snowflake,
+        name: &str,
+    ) -> Result<Channel, RestError> {
+        let route = Route::StartThreadFromMessage {
+            channel_id,
+            message_id,
+        };
+        let name: String = name.chars().take(100).collect();
+        if name.trim().is_empty() {
+            return Err(RestError::InvalidInput {
+                route: route.to_string(),
+                detail: "a thread name needs 1 to 100 characters".into(),
+            });
+        }
+        // Archived after a day without messages (Discord's 1440 minutes).
+        let body = serde_json::json!({"name": name, "auto_archive_duration": 1440});
+        self.call(route, None, Some(body)).await
+    }
+
     /// `POST /channels/{id}/typing`: shows "typing…" for about 10 s.
     pub async fn trigger_typing(&self, channel_id: Snowflake) -> Result<(), RestError> {
         // An empty body still gets `Content-Length: 0`, which proxies want.

@@ -119,6 +119,14 @@ pub enum Route {
         /// The message.
         message_id: Snowflake,
     },
+    /// `POST /channels/{channel_id}/messages/{message_id}/threads`: a
+    /// public thread started from a message (its id is the message's).
+    StartThreadFromMessage {
+        /// The channel.
+        channel_id: Snowflake,
+        /// The message the thread starts from.
+        message_id: Snowflake,
+    },
 }
 
 /// Why [`Route::parse`] matched nothing.
@@ -153,9 +161,10 @@ impl Route {
             | Route::GetChannel { .. }
             | Route::GetMessages { .. }
             | Route::GetMessage { .. } => Method::Get,
-            Route::CreateDm | Route::TriggerTyping { .. } | Route::CreateMessage { .. } => {
-                Method::Post
-            }
+            Route::CreateDm
+            | Route::TriggerTyping { .. }
+            | Route::CreateMessage { .. }
+            | Route::StartThreadFromMessage { .. } => Method::Post,
             Route::EditMessage { .. } => Method::Patch,
         }
     }
@@ -176,6 +185,9 @@ impl Route {
             }
             Route::GetMessage { .. } | Route::EditMessage { .. } => {
                 "/channels/{channel_id}/messages/{message_id}"
+            }
+            Route::StartThreadFromMessage { .. } => {
+                "/channels/{channel_id}/messages/{message_id}/threads"
             }
         }
     }
@@ -201,6 +213,10 @@ impl Route {
                 channel_id,
                 message_id,
             } => format!("/channels/{channel_id}/messages/{message_id}"),
+            Route::StartThreadFromMessage {
+                channel_id,
+                message_id,
+            } => format!("/channels/{channel_id}/messages/{message_id}/threads"),
         }
     }
 
@@ -213,7 +229,8 @@ impl Route {
             | Route::GetMessages { channel_id }
             | Route::CreateMessage { channel_id }
             | Route::GetMessage { channel_id, .. }
-            | Route::EditMessage { channel_id, .. } => Some(*channel_id),
+            | Route::EditMessage { channel_id, .. }
+            | Route::StartThreadFromMessage { channel_id, .. } => Some(*channel_id),
             Route::Gateway
             | Route::GatewayBot
             | Route::CurrentUser
@@ -245,6 +262,9 @@ impl Route {
             Route::CreateMessage { .. } => true,
             // An edit sets the content (and attachments): a repeat sets the same.
             Route::EditMessage { .. } => true,
+            // One thread per message: a repeat is refused (160004), and
+            // the thread's id is the message's anyway.
+            Route::StartThreadFromMessage { .. } => false,
         }
     }
 
@@ -292,6 +312,12 @@ impl Route {
                     },
                 ]
             }
+            ["channels", channel, "messages", message, "threads"] => {
+                vec![Route::StartThreadFromMessage {
+                    channel_id: id(channel)?,
+                    message_id: id(message)?,
+                }]
+            }
             _ => return Err(Unmatched::NotFound),
         };
         candidates
@@ -333,6 +359,10 @@ mod tests {
                 channel_id,
                 message_id,
             },
+            Route::StartThreadFromMessage {
+                channel_id,
+                message_id,
+            },
         ]
     }
 
@@ -367,10 +397,10 @@ mod tests {
     fn the_channel_is_the_major_parameter() {
         for route in every_route() {
             let has_channel = route.template().starts_with("/channels/");
-            assert!(
-                route.idempotent(),
-                "{route}: the client retries only idempotent routes"
-            );
+            // Starting a thread twice is refused: the one route a timeout
+            // must not repeat.
+            let once = matches!(route, Route::StartThreadFromMessage { .. });
+            assert_eq!(route.idempotent(), !once, "{route}");
             assert_eq!(route.major().is_some(), has_channel, "{route}");
         }
     }

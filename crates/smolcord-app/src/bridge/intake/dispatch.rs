@@ -369,13 +369,13 @@ impl Loop {
         if !message.is_direct() {
             // A server channel's message: most are not for the bot, and
             // are skipped here, before any queue.
-            let entry = ctx.config.channel(message.channel_id);
+            let entry = ctx.channel_entry(message.channel_id);
             if let Err(why) = channel_gate::admit(&message, entry, ctx.bot_user()) {
                 ctx.counters.bump(Counter::GuildMessagesSkipped);
                 log::trace!("message {} skipped: {why}", message.id);
                 return None;
             }
-            if let Some(entry) = entry {
+            if let Some((entry, _)) = entry {
                 role = channel_gate::channel_role(entry, role, message.author.id);
             }
         }

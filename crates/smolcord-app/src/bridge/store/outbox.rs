@@ -90,6 +90,11 @@ pub(crate) struct ReplyRecord {
     /// channel goes out as a Discord reply to `message_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guild_id: Option<Snowflake>,
+    /// Thread mode: the thread started from the message, where the reply
+    /// goes instead of `channel_id` (the record stays named by the
+    /// message's channel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver_to: Option<Snowflake>,
     /// The agent's output, or the notice telling the user the agent failed.
     pub content: String,
     /// A last line about the reply itself (that it was cut, say).
@@ -108,7 +113,10 @@ pub(crate) struct ReplyRecord {
 
 impl Record for ReplyRecord {
     fn replies_to(&self) -> Option<Snowflake> {
-        self.guild_id.map(|_| self.message_id)
+        // In its thread, the message heads the thread already.
+        self.guild_id
+            .filter(|_| self.deliver_to.is_none())
+            .map(|_| self.message_id)
     }
 
     fn file_name(&self) -> String {
@@ -354,6 +362,7 @@ mod tests {
     fn reply(channel: u64, message: u64) -> ReplyRecord {
         ReplyRecord {
             guild_id: None,
+            deliver_to: None,
             channel_id: Snowflake::new(channel),
             message_id: Snowflake::new(message),
             content: "hello".into(),

@@ -45,6 +45,10 @@ pub struct Task {
     /// The server the channel belongs to; absent for a DM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guild_id: Option<Snowflake>,
+    /// Thread mode: the thread started from the message, where the answer
+    /// goes (a spooled result names it as its `channel_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<Snowflake>,
     /// The message.
     pub message_id: Snowflake,
     /// Who sent it.
@@ -185,6 +189,7 @@ impl Task {
             id: message.id.to_string(),
             channel_id: message.channel_id,
             guild_id: message.guild_id,
+            thread_id: None,
             message_id: message.id,
             author: TaskAuthor::of(message),
             text: task_text(&message.content, &transcripts),

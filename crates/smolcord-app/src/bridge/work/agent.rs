@@ -59,8 +59,11 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let placeholder = Rc::new(RefCell::new(None));
     {
         let ctx = ctx.clone();
-        let (channel, message) = (task.channel_id, task.message_id);
-        let in_guild = task.guild_id.is_some();
+        // Thread mode: typing and the placeholder in the thread, where
+        // the message heads the conversation already (no reply needed).
+        let channel = task.thread_id.unwrap_or(task.channel_id);
+        let message = task.message_id;
+        let in_guild = task.guild_id.is_some() && task.thread_id.is_none();
         let placeholder = placeholder.clone();
         ctx.clone().spawn("bridge-typing", async move {
             indicate(&ctx, channel, message, in_guild, stop_rx, &placeholder).await;

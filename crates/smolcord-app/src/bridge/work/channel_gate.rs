@@ -13,17 +13,20 @@ use crate::config::ChannelConfig;
 use smolcord::protocol::{Message, Snowflake};
 
 /// Why a guild message is not taken, or `Ok` to take it. `entry`: the
-/// message's channel in `channels`; `bot`: the bot's user id (unknown
-/// before READY: then nothing can mention it).
+/// message's channel in `channels` (and whether the message is in a thread
+/// the bot started there: [`crate::bridge::ctx::Ctx::channel_entry`]);
+/// `bot`: the bot's user id (unknown before READY: then nothing can
+/// mention it).
 pub(crate) fn admit(
     message: &Message,
-    entry: Option<&ChannelConfig>,
+    entry: Option<(&ChannelConfig, bool)>,
     bot: Option<Snowflake>,
 ) -> Result<(), &'static str> {
-    let Some(entry) = entry else {
+    let Some((entry, in_thread)) = entry else {
         return Err("a server channel not in `channels`");
     };
-    if !entry.mention {
+    // In its own thread the bot is the one spoken to: no mention needed.
+    if !entry.mention || in_thread {
         return Ok(());
     }
     match bot {
@@ -93,17 +96,26 @@ mod tests {
     fn a_listed_channel_takes_mentions_and_replies_to_the_bot() {
         let entry = ChannelConfig::new(Snowflake::new(7));
         let bot = Some(BOT);
-        assert_eq!(admit(&message(&[1], None), Some(&entry), bot), Ok(()));
-        assert_eq!(admit(&message(&[], Some(1)), Some(&entry), bot), Ok(()));
-        assert!(admit(&message(&[], None), Some(&entry), bot).is_err());
-        assert!(admit(&message(&[2], Some(3)), Some(&entry), bot).is_err());
-        assert!(admit(&message(&[1], None), Some(&entry), None).is_err());
+        let listed = Some((&entry, false));
+        assert_eq!(admit(&message(&[1], None), listed, bot), Ok(()));
+        assert_eq!(admit(&message(&[], Some(1)), listed, bot), Ok(()));
+        assert!(admit(&message(&[], None), listed, bot).is_err());
+        assert!(admit(&message(&[2], Some(3)), listed, bot).is_err());
+        assert!(admit(&message(&[1], None), listed, None).is_err());
         assert!(admit(&message(&[1], None), None, bot).is_err());
+        assert_eq!(
+            admit(&message(&[], None), Some((&entry, true)), bot),
+            Ok(()),
+            "in the bot's thread"
+        );
         let open = ChannelConfig {
             mention: false,
-            ..entry
+            ..entry.clone()
         };
-        assert_eq!(admit(&message(&[], None), Some(&open), bot), Ok(()));
+        assert_eq!(
+            admit(&message(&[], None), Some((&open, false)), bot),
+            Ok(())
+        );
     }
 
     #[test]

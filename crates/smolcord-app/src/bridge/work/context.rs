@@ -20,9 +20,8 @@ pub(crate) async fn gather(ctx: &Ctx, message: &Message, task: &mut Task) {
         .as_deref()
         .map(|answered| ContextMessage::new(answered, bot));
     let window = ctx
-        .config
-        .channel(message.channel_id)
-        .map_or(0, |entry| entry.context_messages)
+        .channel_entry(message.channel_id)
+        .map_or(0, |(entry, _)| entry.context_messages)
         .min(MAX_CONTEXT_MESSAGES);
     if window == 0 {
         return;

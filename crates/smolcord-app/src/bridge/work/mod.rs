@@ -3,6 +3,7 @@
 pub(crate) mod agent;
 pub(crate) mod channel_gate;
 pub(crate) mod context;
+pub(crate) mod thread;
 pub(crate) mod transcribe;
 pub(crate) mod verdict;
 pub(crate) mod worker;

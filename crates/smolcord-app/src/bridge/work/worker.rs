@@ -31,7 +31,7 @@ use crate::bridge::store::spool::{task_text, Task};
 use crate::bridge::work::agent::{run_agent, AgentRun};
 use crate::bridge::work::transcribe::transcribe_message;
 use crate::bridge::work::verdict::{decide, Verdict};
-use crate::bridge::work::{channel_gate, context};
+use crate::bridge::work::{channel_gate, context, thread};
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
 use smolcord::protocol::{Message, Snowflake};
@@ -242,10 +242,9 @@ async fn handle_message(
 ) -> Handled {
     let mut role = ctx.fresh_role(message.author.id).await;
     let entry = ctx
-        .config
-        .channel(message.channel_id)
+        .channel_entry(message.channel_id)
         .filter(|_| !message.is_direct());
-    if let Some(entry) = entry {
+    if let Some((entry, _)) = entry {
         role = channel_gate::channel_role(entry, role, message.author.id);
     }
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
@@ -410,13 +409,15 @@ async fn accept(
         }
         return Handled::Done;
     }
+    task.thread_id = thread::open_for(ctx, message, &task.text).await;
     context::gather(ctx, message, &mut task).await;
     match ctx.config.agent_cmd.clone() {
         Some(argv) => {
             guard.stage(format!("{what}: agent running"));
             let run = run_agent(ctx, argv, &task).await;
             guard.stage(format!("{what}: delivering the reply"));
-            let record = reply_record(message, run, late);
+            let mut record = reply_record(message, run, late);
+            record.deliver_to = task.thread_id;
             // On record before the first part goes out.
             delivery::save(ctx, &record).await;
             deliver_reply(ctx, record).await;
@@ -502,6 +503,7 @@ fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRec
     ReplyRecord {
         channel_id: message.channel_id,
         guild_id: message.guild_id,
+        deliver_to: None,
         message_id: message.id,
         content,
         note,
@@ -533,9 +535,10 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
     let placeholder = record.placeholder;
-    let sent = delivery::send(ctx, record.channel_id, &plan, &mut record, placeholder).await;
+    let target = record.deliver_to.unwrap_or(record.channel_id);
+    let sent = delivery::send(ctx, target, &plan, &mut record, placeholder).await;
     if let (Some(_), Err(e)) = (record.guild_id, &sent) {
-        channel_refused::on_refusal(ctx, record.channel_id, record.message_id, e).await;
+        channel_refused::on_refusal(ctx, target, record.message_id, e).await;
     }
     if record.notice {
         if let Err(e) = sent {
