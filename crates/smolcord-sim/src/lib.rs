@@ -117,6 +117,7 @@
 //! | only the author edits a message's content | 403 50005 | documented error code |
 //! | MESSAGE_CONTENT "across Discord's APIs" for REST reads | `GET /channels/{id}/messages` withholds a guild message's content unless the application has the intent enabled ([`SimConfig::enabled_privileged_intents`]), the bot wrote it or is mentioned | the gateway's rule, per application instead of per session (`content.rs`) |
 //! | a reply's `referenced_message` without MESSAGE_CONTENT | judged on its own: its text only if the bot wrote it or is mentioned in it | undocumented; the strict reading (a mention does not open the message it answers) |
+//! | custom emoji (`name:id`) in a reaction | 400 10014 Unknown Emoji: the simulator has none; any other emoji is taken as Unicode | a server's emoji list is not modelled (`reactions.rs`) |
 //! | a user's reply pings whom it answers | that author in `mentions` unless the post says `ping_replied: false` | Discord's client default |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //!
@@ -183,6 +184,7 @@ mod payload_checks;
 mod queue;
 mod ratelimit;
 mod ratelimit_headers;
+mod reactions;
 mod replies;
 mod rest;
 mod server;
@@ -460,6 +462,18 @@ impl Simulator {
     /// Every REST request received (the most recent 10 000).
     pub fn rest_requests(&self) -> Vec<RestRecord> {
         self.shared().lock().rest_log.iter().cloned().collect()
+    }
+
+    /// The emoji the bot reacted with on a message (empty for an unknown
+    /// one), in the order they were added.
+    pub fn reactions_on(&self, channel_id: Snowflake, message_id: Snowflake) -> Vec<String> {
+        self.shared()
+            .lock()
+            .dir
+            .history
+            .get(channel_id.get(), message_id.get())
+            .map(|m| reactions::own(&m.object))
+            .unwrap_or_default()
     }
 
     /// The bot's messages in a channel, oldest first, edits applied.

@@ -436,6 +436,11 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             message_id.get(),
             body.json.as_ref(),
         ),
+        Route::CreateReaction {
+            channel_id,
+            message_id,
+            emoji,
+        } => super::reactions::add_own(shared, state, channel_id.get(), message_id.get(), emoji),
         // A route the client knows and the simulator does not serve yet.
         _ => not_found(),
     };

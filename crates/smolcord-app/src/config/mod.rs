@@ -28,6 +28,7 @@
 pub mod channels;
 mod error;
 mod parse;
+pub mod reactions;
 mod state_dir;
 mod validate;
 
@@ -37,6 +38,7 @@ use serde::Deserialize;
 
 pub use channels::ChannelConfig;
 pub use error::ConfigError;
+pub use reactions::Reactions;
 
 use smolcord::shard::ShardRange;
 use smolcord::token::Token;
@@ -158,6 +160,10 @@ pub struct Config {
     /// only.
     #[serde(default)]
     pub channels: Vec<ChannelConfig>,
+    /// Emoji on a user's message when it is taken, answered, failed (see
+    /// [`reactions`]); none by default.
+    #[serde(default)]
+    pub reactions: Reactions,
 }
 
 fn default_api_base() -> String {

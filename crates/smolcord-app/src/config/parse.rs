@@ -56,6 +56,7 @@ pub(super) const KEYS: &[&str] = &[
     "identify_queue_url",
     "extra_ca_file",
     "channels",
+    "reactions",
 ];
 
 /// Keys people reach for that must never hold the token.
@@ -92,6 +93,7 @@ pub(super) fn defaults() -> Config {
         identify_queue_url: None,
         extra_ca_file: None,
         channels: Vec::new(),
+        reactions: Default::default(),
     }
 }
 

@@ -199,6 +199,7 @@ fn every_listed_key_is_a_config_key() {
         "\"http://queue:8000/\"",
         "\"ca.pem\"",
         "[{\"id\": \"5\", \"mention\": false}]",
+        "{\"taken\": \"👀\"}",
     ];
     assert_eq!(values.len(), parse::KEYS.len());
     // `shard` and `shards` exclude each other: one body each.

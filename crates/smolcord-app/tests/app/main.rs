@@ -28,6 +28,8 @@ mod bridge_layers;
 #[cfg(feature = "sim")]
 mod bridge_lifecycle;
 #[cfg(feature = "sim")]
+mod bridge_reactions;
+#[cfg(feature = "sim")]
 mod bridge_readback;
 #[cfg(feature = "sim")]
 mod bridge_shards;

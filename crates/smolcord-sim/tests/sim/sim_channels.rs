@@ -275,3 +275,53 @@ fn a_thread_starts_once_from_a_message_and_takes_messages() {
         assert_eq!(sim.messages_in(asked).len(), 1);
     });
 }
+
+#[test]
+fn the_bots_reaction_is_put_once_and_refused_where_it_may_not() {
+    run(async {
+        let sim = sim();
+        let mut conn = Http::connect(&sim).await;
+        let asked = sim
+            .post_in_channel(&ChannelPost::new(general(), 42, "ann", "hi").mentioning())
+            .unwrap();
+        let path = |emoji: &str| {
+            format!(
+                "/api/v10/channels/{}/messages/{asked}/reactions/{emoji}/@me",
+                general()
+            )
+        };
+        let eyes = "%F0%9F%91%80";
+        assert_eq!(
+            conn.request("PUT", &path(eyes), true, None).await.status,
+            204
+        );
+        assert_eq!(
+            conn.request("PUT", &path(eyes), true, None).await.status,
+            204
+        );
+        assert_eq!(sim.reactions_on(general(), asked), ["👀"]);
+        let custom = conn.request("PUT", &path("party:1"), true, None).await;
+        assert_eq!(
+            (custom.status, custom.json()["code"].clone()),
+            (400, json!(10014))
+        );
+        sim.set_send_permission(general(), false).unwrap();
+        let denied = conn.request("PUT", &path("%E2%9C%85"), true, None).await;
+        assert_eq!(
+            (denied.status, denied.json()["code"].clone()),
+            (403, json!(50013))
+        );
+        let unknown = conn
+            .request(
+                "PUT",
+                &format!(
+                    "/api/v10/channels/{}/messages/5/reactions/{eyes}/@me",
+                    general()
+                ),
+                true,
+                None,
+            )
+            .await;
+        assert_eq!(unknown.status, 403, "the permission is checked first");
+    });
+}

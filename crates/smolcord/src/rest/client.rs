@@ -13,6 +13,7 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
 use super::draft::MessageDraft;
+use super::emoji::Emoji;
 use super::error::RestError;
 use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
 use super::nonce::Nonce;
@@ -236,6 +237,24 @@ impl RestClient {
         // Archived after a day without messages (Discord's 1440 minutes).
         let body = serde_json::json!({"name": name, "auto_archive_duration": 1440});
         self.call(route, None, Some(body)).await
+    }
+
+    /// `PUT /channels/{id}/messages/{id}/reactions/{emoji}/@me`: the bot
+    /// reacts to a message with `emoji` (a repeat changes nothing).
+    pub async fn create_reaction(
+        &self,
+        channel_id: Snowflake,
+        message_id: Snowflake,
+        emoji: Emoji,
+    ) -> Result<(), RestError> {
+        let route = Route::CreateReaction {
+            channel_id,
+            message_id,
+            emoji,
+        };
+        self.send(&route, None, Some(Body::json(Vec::new())))
+            .await
+            .map(drop)
     }
 
     /// `POST /channels/{id}/typing`: shows "typing…" for about 10 s.

@@ -18,6 +18,7 @@
 //! assert_eq!(Route::parse(Method::Post, "/channels/41/messages"), Ok(route));
 //! ```
 
+use super::emoji::Emoji;
 use crate::protocol::Snowflake;
 use std::fmt;
 
@@ -119,6 +120,16 @@ pub enum Route {
         /// The message.
         message_id: Snowflake,
     },
+    /// `PUT /channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me`:
+    /// the bot reacts to a message.
+    CreateReaction {
+        /// The channel.
+        channel_id: Snowflake,
+        /// The message.
+        message_id: Snowflake,
+        /// The reaction.
+        emoji: Emoji,
+    },
     /// `POST /channels/{channel_id}/messages/{message_id}/threads`: a
     /// public thread started from a message (its id is the message's).
     StartThreadFromMessage {
@@ -166,6 +177,7 @@ impl Route {
             | Route::CreateMessage { .. }
             | Route::StartThreadFromMessage { .. } => Method::Post,
             Route::EditMessage { .. } => Method::Patch,
+            Route::CreateReaction { .. } => Method::Put,
         }
     }
 
@@ -188,6 +200,9 @@ impl Route {
             }
             Route::StartThreadFromMessage { .. } => {
                 "/channels/{channel_id}/messages/{message_id}/threads"
+            }
+            Route::CreateReaction { .. } => {
+                "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me"
             }
         }
     }
@@ -217,6 +232,14 @@ impl Route {
                 channel_id,
                 message_id,
             } => format!("/channels/{channel_id}/messages/{message_id}/threads"),
+            Route::CreateReaction {
+                channel_id,
+                message_id,
+                emoji,
+            } => format!(
+                "/channels/{channel_id}/messages/{message_id}/reactions/{}/@me",
+                emoji.path_segment()
+            ),
         }
     }
 
@@ -230,7 +253,8 @@ impl Route {
             | Route::CreateMessage { channel_id }
             | Route::GetMessage { channel_id, .. }
             | Route::EditMessage { channel_id, .. }
-            | Route::StartThreadFromMessage { channel_id, .. } => Some(*channel_id),
+            | Route::StartThreadFromMessage { channel_id, .. }
+            | Route::CreateReaction { channel_id, .. } => Some(*channel_id),
             Route::Gateway
             | Route::GatewayBot
             | Route::CurrentUser
@@ -265,6 +289,8 @@ impl Route {
             // One thread per message: a repeat is refused (160004), and
             // the thread's id is the message's anyway.
             Route::StartThreadFromMessage { .. } => false,
+            // The bot's own reaction is there or not: a repeat adds nothing.
+            Route::CreateReaction { .. } => true,
         }
     }
 
@@ -311,6 +337,13 @@ impl Route {
                         message_id,
                     },
                 ]
+            }
+            ["channels", channel, "messages", message, "reactions", emoji, "@me"] => {
+                vec![Route::CreateReaction {
+                    channel_id: id(channel)?,
+                    message_id: id(message)?,
+                    emoji: Emoji::from_segment(emoji).ok_or(Unmatched::NotFound)?,
+                }]
             }
             ["channels", channel, "messages", message, "threads"] => {
                 vec![Route::StartThreadFromMessage {
@@ -362,6 +395,11 @@ mod tests {
             Route::StartThreadFromMessage {
                 channel_id,
                 message_id,
+            },
+            Route::CreateReaction {
+                channel_id,
+                message_id,
+                emoji: Emoji::new("👀").unwrap(),
             },
         ]
     }

@@ -2,5 +2,6 @@
 
 pub(crate) mod channel_refused;
 pub(crate) mod delivery;
+pub(crate) mod reaction;
 pub(crate) mod shown;
 pub(crate) mod tool;

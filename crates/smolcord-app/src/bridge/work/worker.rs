@@ -19,6 +19,7 @@ use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::channel_refused;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
+use crate::bridge::deliver::reaction::{self, Stage};
 use crate::bridge::jobs::backlog::{
     late_prefix, skipped_notice, snowflake_unix_ms, Findings, Tally,
 };
@@ -409,6 +410,7 @@ async fn accept(
         }
         return Handled::Done;
     }
+    reaction::react(ctx, message.channel_id, message.id, Stage::Taken);
     task.thread_id = thread::open_for(ctx, message, &task.text).await;
     context::gather(ctx, message, &mut task).await;
     match ctx.config.agent_cmd.clone() {
@@ -420,7 +422,12 @@ async fn accept(
             record.deliver_to = task.thread_id;
             // On record before the first part goes out.
             delivery::save(ctx, &record).await;
-            deliver_reply(ctx, record).await;
+            let stage = if deliver_reply(ctx, record).await {
+                Stage::Done
+            } else {
+                Stage::Failed
+            };
+            reaction::react(ctx, message.channel_id, message.id, stage);
             Handled::Recorded
         }
         None => {
@@ -530,7 +537,8 @@ async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
 /// Sends a recorded reply from where it got, then settles it (fallback and
 /// archive when it failed for good); an agent-failure notice that cannot be
 /// sent is only logged.
-async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
+/// True when the answer itself reached the channel (not a failure notice).
+async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) -> bool {
     let plan = Plan::new(&record.content, record.note.as_deref());
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
@@ -544,8 +552,9 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
         if let Err(e) = sent {
             log::warn!("telling the user the agent failed: {e}");
         }
-        return;
+        return false;
     }
+    let delivered = sent.is_ok();
     let id = record.message_id.to_string();
     let _ = delivery::settle(
         ctx,
@@ -560,6 +569,7 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
         },
     )
     .await;
+    delivered
 }
 
 /// A reply record that cannot be read (a damaged disk: records are written
