@@ -180,3 +180,37 @@ fn a_channel_that_refuses_the_bot_is_reported_to_the_owner_once() {
         assert!(journal.iter().any(|e| e.status == Some(403)), "{journal:?}");
     });
 }
+
+/// With GUILD_MESSAGES every message of every visible channel arrives: one
+/// the bridge does not want is dropped from a peek at its channel and
+/// mentions, before the full decode (here a payload the full decode would
+/// refuse: it is never tried, so nothing is reported).
+#[test]
+fn an_unwanted_guild_message_is_skipped_before_its_full_decode() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh("cat >/dev/null; echo answered"));
+        config.channels = vec![ChannelConfig::new(general())];
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let guild = SimGuild::example();
+        let other = guild.channels[1].id;
+        // No author name, no content: not a whole message object.
+        rig.sim.dispatch(
+            "MESSAGE_CREATE",
+            serde_json::json!({"id": "1577000000000000001", "channel_id": other.to_string(),
+                               "guild_id": guild.id.to_string(), "author": {"id": "5"}}),
+        );
+        rig.sim
+            .post_in_channel(&mention(ALICE, "still here?"))
+            .unwrap();
+        rig.message_containing(general(), "answered", T).await;
+        assert_eq!(bridge.counters.snapshot().guild_messages_skipped, 1);
+        let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;
+        assert!(
+            !journal.iter().any(|e| e.place == "MESSAGE_CREATE"),
+            "{journal:?}"
+        );
+    });
+}

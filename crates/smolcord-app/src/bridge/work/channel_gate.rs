@@ -1,7 +1,8 @@
 //! Server channels: which guild messages become tasks, and who counts as
 //! allowed in a channel. Pure, like [`super::verdict`]: the dispatch loop
-//! asks [`admit`] before queueing, the worker [`channel_role`] with the
-//! fresh access state.
+//! asks [`admit`] before it decodes a message in full (from a peek at the
+//! raw JSON: `intake/peek.rs`), the worker [`channel_role`] with the fresh
+//! access state.
 //!
 //! A guild message is taken only in a channel named in `channels`, and
 //! there (by default) only when it mentions the bot or replies to one of
@@ -12,15 +13,32 @@ use crate::bridge::access::book::Role;
 use crate::config::ChannelConfig;
 use smolcord::protocol::{Message, Snowflake};
 
+/// How a guild message addresses the bot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Addressing {
+    /// It mentions the bot.
+    pub mentions: bool,
+    /// It replies to one of the bot's messages.
+    pub replies: bool,
+}
+
+impl Addressing {
+    /// How `message` addresses `bot` (unknown before READY: not at all).
+    pub(crate) fn of(message: &Message, bot: Option<Snowflake>) -> Addressing {
+        bot.map_or_else(Addressing::default, |bot| Addressing {
+            mentions: message.mentions_user(bot),
+            replies: message.replies_to(bot),
+        })
+    }
+}
+
 /// Why a guild message is not taken, or `Ok` to take it. `entry`: the
 /// message's channel in `channels` (and whether the message is in a thread
 /// the bot started there: [`crate::bridge::ctx::Ctx::channel_entry`]);
-/// `bot`: the bot's user id (unknown before READY: then nothing can
-/// mention it).
+/// `addressing`: whether it mentions or answers the bot.
 pub(crate) fn admit(
-    message: &Message,
+    addressing: Addressing,
     entry: Option<(&ChannelConfig, bool)>,
-    bot: Option<Snowflake>,
 ) -> Result<(), &'static str> {
     let Some((entry, in_thread)) = entry else {
         return Err("a server channel not in `channels`");
@@ -29,9 +47,10 @@ pub(crate) fn admit(
     if !entry.mention || in_thread {
         return Ok(());
     }
-    match bot {
-        Some(bot) if message.mentions_user(bot) || message.replies_to(bot) => Ok(()),
-        _ => Err("no mention of the bot (the channel requires one)"),
+    if addressing.mentions || addressing.replies {
+        Ok(())
+    } else {
+        Err("no mention of the bot (the channel requires one)")
     }
 }
 
@@ -97,14 +116,17 @@ mod tests {
         let entry = ChannelConfig::new(Snowflake::new(7));
         let bot = Some(BOT);
         let listed = Some((&entry, false));
-        assert_eq!(admit(&message(&[1], None), listed, bot), Ok(()));
-        assert_eq!(admit(&message(&[], Some(1)), listed, bot), Ok(()));
-        assert!(admit(&message(&[], None), listed, bot).is_err());
-        assert!(admit(&message(&[2], Some(3)), listed, bot).is_err());
-        assert!(admit(&message(&[1], None), listed, None).is_err());
-        assert!(admit(&message(&[1], None), None, bot).is_err());
+        let of = |mentions: &[u64], replies_to: Option<u64>, bot| {
+            Addressing::of(&message(mentions, replies_to), bot)
+        };
+        assert_eq!(admit(of(&[1], None, bot), listed), Ok(()));
+        assert_eq!(admit(of(&[], Some(1), bot), listed), Ok(()));
+        assert!(admit(of(&[], None, bot), listed).is_err());
+        assert!(admit(of(&[2], Some(3), bot), listed).is_err());
+        assert!(admit(of(&[1], None, None), listed).is_err());
+        assert!(admit(of(&[1], None, bot), None).is_err());
         assert_eq!(
-            admit(&message(&[], None), Some((&entry, true)), bot),
+            admit(of(&[], None, bot), Some((&entry, true))),
             Ok(()),
             "in the bot's thread"
         );
@@ -112,10 +134,7 @@ mod tests {
             mention: false,
             ..entry.clone()
         };
-        assert_eq!(
-            admit(&message(&[], None), Some((&open, false)), bot),
-            Ok(())
-        );
+        assert_eq!(admit(of(&[], None, bot), Some((&open, false))), Ok(()));
     }
 
     #[test]
