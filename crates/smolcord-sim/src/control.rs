@@ -5,6 +5,7 @@
 
 use super::faults::{Fault, RestFault};
 use super::http::{Request, Response};
+use super::inject::ChannelPost;
 use super::state::Shared;
 use base64::Engine;
 use serde_json::{json, Value};
@@ -49,6 +50,14 @@ fn str_field<'a>(body: &'a Value, name: &str, default: &'a str) -> Result<&'a st
     }
 }
 
+fn bool_field(body: &Value, name: &str, default: bool) -> Result<bool, Response> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(bad(format!("field `{name}` must be true or false"))),
+    }
+}
+
 /// Answers a request under `/control`.
 pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     match route(shared, request) {
@@ -68,7 +77,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             200,
             &json!({"endpoints": [
                 "POST /control/fault", "POST /control/rest-fault", "POST /control/dispatch",
-                "POST /control/dm", "POST /control/guild-message", "GET /control/stats",
+                "POST /control/dm", "POST /control/guild-message",
+                "POST /control/channel-permission", "GET /control/stats",
                 "GET /control/identify", "POST /control/identify",
                 "GET /control/rest-log", "GET /control/messages?channel_id=ID"]}),
         ),
@@ -107,10 +117,25 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let author = id_field(&body, "author_id")?;
             let name = str_field(&body, "author_name", "user")?;
             let content = str_field(&body, "content", "")?;
+            let mut post = ChannelPost::new(Snowflake::new(channel), author, name, content);
+            post.mention_bot = bool_field(&body, "mention_bot", false)?;
+            post.ping_replied = bool_field(&body, "ping_replied", true)?;
+            if body.get("reply_to").is_some_and(|v| !v.is_null()) {
+                post.reply_to = Some(Snowflake::new(id_field(&body, "reply_to")?));
+            }
             let id = shared
-                .send_guild_message(Snowflake::new(channel), author, name, content)
+                .post_in_channel(&post)
                 .map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!({"message_id": id}))
+        }
+        ("POST", "/channel-permission") => {
+            let body = body(request)?;
+            let channel = id_field(&body, "channel_id")?;
+            let allowed = bool_field(&body, "send_messages", true)?;
+            shared
+                .set_send_permission(Snowflake::new(channel), allowed)
+                .map_err(|e| bad(e.to_string()))?;
+            Response::json(200, &json!({"send_messages": allowed}))
         }
         ("GET", "/stats") => {
             let stats = shared
@@ -134,8 +159,17 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         }
         (
             _,
-            "" | "/fault" | "/rest-fault" | "/dispatch" | "/dm" | "/guild-message" | "/stats"
-            | "/identify" | "/rest-log" | "/messages",
+            ""
+            | "/fault"
+            | "/rest-fault"
+            | "/dispatch"
+            | "/dm"
+            | "/guild-message"
+            | "/channel-permission"
+            | "/stats"
+            | "/identify"
+            | "/rest-log"
+            | "/messages",
         ) => Response::json(
             405,
             &json!({"error": format!("{method} is not allowed on /control{path}")}),

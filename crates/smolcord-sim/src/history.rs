@@ -13,6 +13,10 @@
 //! `before`, `after`. A bad `limit` or id is answered 400 50035 with
 //! Discord's field error.
 //!
+//! Guild messages are read as the app sees them: without MESSAGE_CONTENT
+//! enabled for the application, their content is withheld as on the
+//! gateway (`content.rs`), unless the bot wrote them or is mentioned.
+//!
 //! Bounded: [`HISTORY_PER_CHANNEL`] messages per channel and
 //! [`HISTORY_TOTAL`] in all (oldest dropped first), so a flood or a
 //! week-long soak cannot grow the simulator without end.
@@ -92,9 +96,27 @@ pub(crate) enum Anchor {
 pub(crate) struct History {
     channels: HashMap<u64, VecDeque<StoredMessage>>,
     total: usize,
+    /// The bot id, when the application lacks MESSAGE_CONTENT: reads
+    /// withhold guild messages' content from it.
+    withheld_from: Option<u64>,
 }
 
 impl History {
+    /// Reads withhold guild messages' content from bot `bot_id` (its
+    /// application has no MESSAGE_CONTENT).
+    pub(crate) fn withhold_content_from(&mut self, bot_id: u64) {
+        self.withheld_from = Some(bot_id);
+    }
+
+    /// A stored message's object as the bot reads it over REST.
+    pub(crate) fn as_read(&self, message: &StoredMessage) -> Value {
+        let object = message.as_read_back();
+        match self.withheld_from {
+            Some(bot) => super::content::withhold(&object, bot, super::content::in_guild(&object)),
+            None => object,
+        }
+    }
+
     /// Appends a message to `channel`, dropping the oldest past the bounds.
     pub(crate) fn push(&mut self, channel: u64, message: StoredMessage) {
         let messages = self.channels.entry(channel).or_default();
@@ -176,7 +198,7 @@ impl History {
         messages
             .range(start..end)
             .rev()
-            .map(StoredMessage::as_read_back)
+            .map(|m| self.as_read(m))
             .collect()
     }
 }

@@ -45,6 +45,54 @@ impl SimFile {
     }
 }
 
+/// A user's message in a guild channel, for
+/// [`Simulator::post_in_channel`](super::Simulator::post_in_channel).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelPost {
+    /// The guild channel.
+    pub channel_id: Snowflake,
+    /// The author.
+    pub author_id: u64,
+    /// The author's name.
+    pub author_name: String,
+    /// The text (after the mention, when there is one).
+    pub content: String,
+    /// Mention the bot (`<@BOT> ` before the text, the bot in `mentions`).
+    pub mention_bot: bool,
+    /// Reply to this message of the channel.
+    pub reply_to: Option<Snowflake>,
+    /// A reply pings the author it answers (Discord's default; false is
+    /// the client's "@ OFF").
+    pub ping_replied: bool,
+}
+
+impl ChannelPost {
+    /// Plain text, no mention, no reply.
+    pub fn new(channel_id: Snowflake, author_id: u64, author_name: &str, content: &str) -> Self {
+        ChannelPost {
+            channel_id,
+            author_id,
+            author_name: author_name.to_owned(),
+            content: content.to_owned(),
+            mention_bot: false,
+            reply_to: None,
+            ping_replied: true,
+        }
+    }
+
+    /// The same, mentioning the bot.
+    pub fn mentioning(mut self) -> Self {
+        self.mention_bot = true;
+        self
+    }
+
+    /// The same, as a reply to `message`.
+    pub fn replying_to(mut self, message: Snowflake) -> Self {
+        self.reply_to = Some(message);
+        self
+    }
+}
+
 /// A voice message's waveform: one byte per 100 ms, at most 256.
 fn waveform(duration: Duration) -> String {
     let samples = ((duration.as_millis() / 100) as usize).clamp(1, 256);
@@ -216,27 +264,88 @@ impl Shared {
         author_name: &str,
         content: &str,
     ) -> Result<Snowflake, SimError> {
+        self.post_in_channel(&ChannelPost::new(
+            channel_id,
+            author_id,
+            author_name,
+            content,
+        ))
+    }
+
+    /// A user's message in a guild channel, mentioning the bot and
+    /// replying as `post` says (see [`ChannelPost`]).
+    pub(crate) fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, SimError> {
         let mut state = self.lock();
+        let channel_id = post.channel_id.get();
         let guild_id = state
             .dir
             .channels
-            .get(&channel_id.get())
+            .get(&channel_id)
             .and_then(|c| c.guild_id)
-            .ok_or(SimError::UnknownChannel(channel_id))?;
+            .ok_or(SimError::UnknownChannel(post.channel_id))?;
+        let referenced = match post.reply_to {
+            Some(answered) => Some(
+                state
+                    .dir
+                    .history
+                    .get(channel_id, answered.get())
+                    .map(|m| m.object.clone())
+                    .ok_or(SimError::UnknownMessage {
+                        channel: post.channel_id,
+                        message: answered,
+                    })?,
+            ),
+            None => None,
+        };
         let id = state.ids.next();
         let place = MessagePlace {
-            channel_id: channel_id.get(),
+            channel_id,
             guild_id: Some(guild_id),
         };
-        let d = objects::message(
+        let bot = self.config.bot_id;
+        // A mention is written into the text as Discord's client does.
+        let content = if post.mention_bot {
+            format!("<@{bot}> {}", post.content)
+        } else {
+            post.content.clone()
+        };
+        let mut d = objects::message(
             id,
             &place,
-            objects::user(author_id, author_name),
-            content,
+            objects::user(post.author_id, &post.author_name),
+            &content,
             Vec::new(),
             0,
         );
-        state.post_from_user(&self.config, channel_id.get(), id, &d);
+        let mut mentions = Vec::new();
+        if post.mention_bot {
+            mentions.push(objects::bot_author(&self.config));
+        }
+        if let Some(mut referenced) = referenced {
+            // A reply pings the author of what it answers unless the user
+            // turned that off: Discord lists them in `mentions` then.
+            let answered_author = referenced["author"].clone();
+            let listed = mentions.iter().any(|m| m["id"] == answered_author["id"]);
+            if post.ping_replied && !listed {
+                mentions.push(answered_author);
+            }
+            if let Some(object) = referenced.as_object_mut() {
+                object.remove("referenced_message");
+            }
+            d["type"] = json!(19);
+            d["message_reference"] = json!({
+                "type": 0,
+                "message_id": referenced["id"].clone(),
+                "channel_id": channel_id.to_string(),
+                "guild_id": guild_id.to_string(),
+            });
+            d["referenced_message"] = referenced;
+        }
+        d["mentions"] = Value::Array(mentions);
+        if state.dir.thread_parent.contains_key(&channel_id) {
+            d["channel_type"] = json!(11);
+        }
+        state.post_from_user(&self.config, channel_id, id, &d);
         Ok(Snowflake::new(id))
     }
 
@@ -323,6 +432,29 @@ impl Shared {
         };
         let d: Value = objects::text_channel(channel_id.get(), guild_id, &name, position, true);
         Ok(state.dispatch(&self.config, event, &d))
+    }
+
+    /// Grants or takes away the bot's Send Messages in a guild channel.
+    pub(crate) fn set_send_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        let mut state = self.lock();
+        let known = state
+            .dir
+            .channels
+            .get(&channel_id.get())
+            .is_some_and(|c| c.guild_id.is_some());
+        if !known {
+            return Err(SimError::UnknownChannel(channel_id));
+        }
+        if allowed {
+            state.dir.send_denied.remove(&channel_id.get());
+        } else {
+            state.dir.send_denied.insert(channel_id.get());
+        }
+        Ok(())
     }
 
     pub(crate) fn dm_channel_of(&self, user_id: u64) -> Snowflake {

@@ -70,7 +70,10 @@
 //! [`SimConfig::rest_rate_limit`]; without it the counts run against
 //! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
 //! checked field by field (`message_body.rs`: 400 50035 naming the field),
-//! and replies get `referenced_message` (`replies.rs`).
+//! and replies get `referenced_message` (`replies.rs`). A thread started
+//! from a message (`POST /channels/{id}/messages/{id}/threads`) is a
+//! channel of its own whose id is the message's (`threads.rs`);
+//! [`Simulator::post_in_channel`] posts in it like in any channel.
 //!
 //! Every message in a channel (injected users' and the bot's; not raw
 //! `/control/dispatch` payloads nor `Fault::Flood` DMs) is kept in its history, 10 000 per
@@ -116,6 +119,10 @@
 //! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
 //! | only the author edits a message's content | 403 50005 | documented error code |
 //! | a message's `nonce` in `GET /channels/{id}/messages` | left out | the docs list `nonce` on the message object without saying where it comes back; Discord returns it in the create answer and the MESSAGE_CREATE event only (a client building a ledger on nonces read back would pass here and fail there) |
+//! | MESSAGE_CONTENT "across Discord's APIs" for REST reads | `GET /channels/{id}/messages` withholds a guild message's content unless the application has the intent enabled ([`SimConfig::enabled_privileged_intents`]), the bot wrote it or is mentioned | the gateway's rule, per application instead of per session (`content.rs`) |
+//! | a reply's `referenced_message` without MESSAGE_CONTENT | judged on its own: its text only if the bot wrote it or is mentioned in it | undocumented; the strict reading (a mention does not open the message it answers) |
+//! | custom emoji (`name:id`) in a reaction | 400 10014 Unknown Emoji: the simulator has none; any other emoji is taken as Unicode | a server's emoji list is not modelled (`reactions.rs`) |
+//! | a user's reply pings whom it answers | that author in `mentions` unless the post says `ping_replied: false` | Discord's client default |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
 //!
@@ -148,7 +155,11 @@
 //!   `"voice_ogg_base64"` and `"duration_secs"` for a voice note →
 //!   `{"message_id", "channel_id"[, "attachment_url"]}`.
 //! - `POST /control/guild-message` — `{"channel_id", "author_id",
-//!   "author_name", "content"}` → `{"message_id"}`.
+//!   "author_name", "content"}`, optionally `"mention_bot": true`,
+//!   `"reply_to": ID` (a message of that channel) and `"ping_replied":
+//!   false` → `{"message_id"}` ([`ChannelPost`]).
+//! - `POST /control/channel-permission` — `{"channel_id", "send_messages":
+//!   bool}`: the bot's Send Messages there (without it: 403 50013).
 //! - `GET /control/stats` — [`SimStats`]; `GET /control/rest-log` — every
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
@@ -159,6 +170,7 @@
 mod bot_token;
 mod clock;
 mod config;
+mod content;
 mod control;
 mod events;
 mod faults;
@@ -177,6 +189,7 @@ mod payload_checks;
 mod queue;
 mod ratelimit;
 mod ratelimit_headers;
+mod reactions;
 mod replies;
 mod rest;
 mod server;
@@ -184,6 +197,7 @@ mod session;
 mod sim_error;
 mod state;
 mod stats;
+mod threads;
 mod tls;
 mod zlib;
 mod zstd;
@@ -192,7 +206,7 @@ pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
 pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
 pub use events::{next_matching, SimEvent};
 pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
-pub use inject::{SimFile, VoiceNote};
+pub use inject::{ChannelPost, SimFile, VoiceNote};
 pub use members::MAX_GUILD_MEMBERS;
 pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
@@ -425,6 +439,25 @@ impl Simulator {
             .send_guild_message(channel_id, author_id, author_name, content)
     }
 
+    /// A user's message in a guild channel: with a mention of the bot, as
+    /// a reply, or both ([`ChannelPost`]). The error names an unknown
+    /// channel, or a replied-to message not in it.
+    pub fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, SimError> {
+        self.shared().post_in_channel(post)
+    }
+
+    /// Grants (`true`) or takes away (`false`) the bot's Send Messages in a
+    /// guild channel: without it, posting and typing there answer 403 50013
+    /// Missing Permissions, as Discord does. The error names an unknown
+    /// channel.
+    pub fn set_send_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        self.shared().set_send_permission(channel_id, allowed)
+    }
+
     /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.
     pub fn add_guild(&self, guild: SimGuild) -> Vec<u64> {
         self.shared().add_guild(guild)
@@ -462,6 +495,18 @@ impl Simulator {
     /// Every REST request received (the most recent 10 000).
     pub fn rest_requests(&self) -> Vec<RestRecord> {
         self.shared().lock().rest_log.iter().cloned().collect()
+    }
+
+    /// The emoji the bot reacted with on a message (empty for an unknown
+    /// one), in the order they were added.
+    pub fn reactions_on(&self, channel_id: Snowflake, message_id: Snowflake) -> Vec<String> {
+        self.shared()
+            .lock()
+            .dir
+            .history
+            .get(channel_id.get(), message_id.get())
+            .map(|m| reactions::own(&m.object))
+            .unwrap_or_default()
     }
 
     /// The bot's messages in a channel, oldest first, edits applied.

@@ -67,9 +67,19 @@ pub(crate) fn route_bucket(method: &str, segments: &[&str]) -> RouteBucket {
         [kind @ ("channels" | "guilds" | "webhooks"), id, ..] if is_id(id) => Some(*kind),
         _ => None,
     };
+    // A reaction's emoji is a parameter like an id: all emoji share the
+    // route's bucket (Discord's `reactions/{emoji}/@me`).
     let route: Vec<&str> = segments
         .iter()
-        .map(|s| if is_id(s) { "{id}" } else { s })
+        .enumerate()
+        .map(|(at, s)| {
+            let emoji = at > 0 && segments[at - 1] == "reactions";
+            if is_id(s) || emoji {
+                "{id}"
+            } else {
+                s
+            }
+        })
         .collect();
     let key = format!("{} /{}", method.to_ascii_uppercase(), route.join("/"));
     RouteBucket {

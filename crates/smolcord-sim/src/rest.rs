@@ -86,6 +86,12 @@ fn invalid_form(field: &str, code: &str, message: &str) -> Response {
     )
 }
 
+/// 403 50013: the bot lacks a permission in the channel (Send Messages,
+/// set by [`crate::Simulator::set_send_permission`]).
+fn missing_permissions() -> Response {
+    error(403, 50013, "Missing Permissions")
+}
+
 fn not_found() -> Response {
     error(404, 0, "404: Not Found")
 }
@@ -399,10 +405,12 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             None => error(404, 10003, "Unknown Channel"),
         },
         Route::TriggerTyping { channel_id } => {
-            if state.dir.channels.contains_key(&channel_id.get()) {
-                Response::no_content()
-            } else {
+            if !state.dir.channels.contains_key(&channel_id.get()) {
                 error(404, 10003, "Unknown Channel")
+            } else if state.dir.send_denied.contains(&channel_id.get()) {
+                missing_permissions()
+            } else {
+                Response::no_content()
             }
         }
         Route::CreateMessage { channel_id } => post_message(shared, state, channel_id.get(), body),
@@ -414,10 +422,25 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::GetMessage {
             channel_id,
             message_id,
-        } => match find_message(state, channel_id.get(), message_id.get()) {
-            Some(found) => Response::json(200, &found.object),
+        } => match state.dir.history.get(channel_id.get(), message_id.get()) {
+            Some(found) => Response::json(200, &state.dir.history.as_read(found)),
             None => error(404, 10008, "Unknown Message"),
         },
+        Route::StartThreadFromMessage {
+            channel_id,
+            message_id,
+        } => super::threads::start_from_message(
+            shared,
+            state,
+            channel_id.get(),
+            message_id.get(),
+            body.json.as_ref(),
+        ),
+        Route::CreateReaction {
+            channel_id,
+            message_id,
+            emoji,
+        } => super::reactions::add_own(shared, state, channel_id.get(), message_id.get(), emoji),
         // A route the client knows and the simulator does not serve yet.
         _ => not_found(),
     };
@@ -537,6 +560,9 @@ fn post_message(shared: &Shared, state: &mut State, channel_id: u64, body: &Body
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
+    if state.dir.send_denied.contains(&channel_id) {
+        return missing_permissions();
+    }
     let guild_id = state.dir.channels.get(&channel_id).and_then(|c| c.guild_id);
     let json = body.json.clone().unwrap_or_else(|| json!({}));
     let content = match check_content(&json) {

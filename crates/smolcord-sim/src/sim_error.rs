@@ -12,6 +12,13 @@ pub enum SimError {
     UnknownChannel(Snowflake),
     /// No guild with this id.
     UnknownGuild(Snowflake),
+    /// No such message in the channel.
+    UnknownMessage {
+        /// The channel.
+        channel: Snowflake,
+        /// The message.
+        message: Snowflake,
+    },
     /// A figure outside what the simulator serves.
     OutOfRange {
         /// The field.
@@ -30,6 +37,9 @@ impl fmt::Display for SimError {
                 write!(f, "channel {id} is not a known guild channel")
             }
             SimError::UnknownGuild(id) => write!(f, "guild {id} is not known"),
+            SimError::UnknownMessage { channel, message } => {
+                write!(f, "message {message} is not in channel {channel}")
+            }
             SimError::OutOfRange { field, value, max } => {
                 write!(f, "{field} must be 1 to {max}, not {value}")
             }

@@ -104,6 +104,11 @@ pub(crate) struct Directory {
     /// Every message per channel (users' and the bot's), bounded.
     pub(crate) history: History,
     pub(crate) files: HashMap<u64, StoredFile>,
+    /// Guild channels where the bot lacks Send Messages: posting and
+    /// typing there are 403 50013 (one entry per known channel at most).
+    pub(crate) send_denied: std::collections::HashSet<u64>,
+    /// Threads started from a message: thread (= message) id → its channel.
+    pub(crate) thread_parent: HashMap<u64, u64>,
 }
 
 pub(crate) struct State {
@@ -141,6 +146,12 @@ impl Shared {
     pub(crate) fn new(config: SimConfig, addr: SocketAddr) -> Shared {
         let started = Instant::now();
         let mut dir = Directory::default();
+        if !config
+            .enabled_privileged_intents
+            .contains(Intents::MESSAGE_CONTENT)
+        {
+            dir.history.withhold_content_from(config.bot_id.get());
+        }
         for guild in &config.guilds {
             dir.add_guild(guild.clone());
         }
@@ -337,34 +348,6 @@ fn guild_of(event: &str, d: &Value) -> Option<u64> {
     })
 }
 
-/// Without MESSAGE_CONTENT a guild message arrives with its content
-/// fields empty, unless the bot wrote it or is mentioned (DMs are exempt).
-fn strip_content(d: &Value, bot_id: u64) -> Value {
-    let by_bot = as_id(d.get("author").and_then(|a| a.get("id"))) == Some(bot_id);
-    let mentions_bot = d
-        .get("mentions")
-        .and_then(Value::as_array)
-        .is_some_and(|m| m.iter().any(|u| as_id(u.get("id")) == Some(bot_id)));
-    if by_bot || mentions_bot {
-        return d.clone();
-    }
-    let mut d = d.clone();
-    if let Some(object) = d.as_object_mut() {
-        for (field, empty) in [
-            ("content", Value::String(String::new())),
-            ("embeds", Value::Array(Vec::new())),
-            ("attachments", Value::Array(Vec::new())),
-            ("components", Value::Array(Vec::new())),
-        ] {
-            if object.contains_key(field) {
-                object.insert(field.to_owned(), empty);
-            }
-        }
-        object.remove("poll");
-    }
-    d
-}
-
 fn raw(d: &Value) -> Box<RawValue> {
     // Serialising a Value cannot fail; null keeps the frame well-formed.
     serde_json::value::to_raw_value(d).unwrap_or_default()
@@ -477,7 +460,7 @@ impl State {
         let mut seqs = Vec::with_capacity(targets.len());
         for (session_id, strip) in targets {
             let payload = if strip {
-                strip_content(d, config.bot_id.get())
+                super::content::withhold(d, config.bot_id.get(), true)
             } else {
                 d.clone()
             };
@@ -520,16 +503,6 @@ mod tests {
         assert_eq!(needed_intent("CHANNEL_UPDATE", true), Some(Intents::GUILDS));
         assert_eq!(needed_intent("GUILD_CREATE", true), Some(Intents::GUILDS));
         assert_eq!(needed_intent("SOME_FUTURE_EVENT", false), None);
-    }
-
-    #[test]
-    fn guild_messages_lose_content_without_the_intent() {
-        let d = json!({"content":"hi","author":{"id":"5"},"attachments":[1],"mentions":[]});
-        assert_eq!(strip_content(&d, 9)["content"], "");
-        assert_eq!(strip_content(&d, 9)["attachments"], json!([]));
-        assert_eq!(strip_content(&d, 5)["content"], "hi");
-        let mention = json!({"content":"hi","author":{"id":"5"},"mentions":[{"id":"9"}]});
-        assert_eq!(strip_content(&mention, 9)["content"], "hi");
     }
 
     #[test]

@@ -34,7 +34,10 @@
 //! client had consumed the last: its summary line, or for the bridge its
 //! REST answer to a final DM), and whether every event came once, in order.
 //!
-//! Options: `--rounds N` (3), `--hostile-rounds N` (1), `--burst N`,
+//! Options: `--flood dm|guild` (the flood's messages: DMs from another bot,
+//! the default, or a person's messages in a server channel the bridge does
+//! not answer in, as GUILD_MESSAGES brings them), `--rounds N` (3),
+//! `--hostile-rounds N` (1), `--burst N`,
 //! `--overrun N`,
 //! `--cases burst,overrun,ping-flood,ping-then-stop,stop-then-ping,big-message`,
 //! `--clients shard,run,twilight`, `--smolcord PATH` (default: next to
@@ -116,6 +119,11 @@ fn parse() -> Result<Args, lexopt::Error> {
             // The child side.
             Long("shard-client") => args.shard_client = Some(parser.value()?.string()?),
             Long("events") => args.events = parser.value()?.parse()?,
+            Long("flood") => match parser.value()?.string()?.as_str() {
+                "guild" => payload::GUILD_FLOOD.store(true, std::sync::atomic::Ordering::Relaxed),
+                "dm" => {}
+                other => return Err(format!("--flood {other}: dm or guild").into()),
+            },
             Long("compress") => {
                 let value = parser.value()?.string()?;
                 args.compress = Wire::parse(&value).ok_or_else(|| {

@@ -45,8 +45,8 @@ use zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer};
 const BOT_ID: u64 = 1_100_000_000_000_000_001;
 /// Flood messages come from this other bot.
 const OTHER_BOT_ID: u64 = 1_200_000_000_000_000_042;
-/// ... in this DM channel.
-const CHANNEL_ID: u64 = 1_200_000_000_000_000_007;
+/// `--flood guild`: messages come from this person.
+const PERSON_ID: u64 = 1_200_000_000_000_000_043;
 /// The end marker for the bridge comes from this user (not a bot).
 const STRANGER_ID: u64 = 1_200_000_000_000_000_099;
 /// Message ids are this plus the sequence number (unique, snowflake-sized).
@@ -94,29 +94,64 @@ fn author(id: u64, name: &str, bot: bool) -> String {
 /// `d`), the message id first in `d`; `seq` and `id` are spliced in as
 /// they are (numbers or placeholders).
 fn message_create(seq: &str, id: &str, author: &str, content: &str) -> String {
+    message_in(seq, id, author, content, DM_PLACE)
+}
+
+/// Where a message is: `channel_type`, `channel_id` and, in a guild,
+/// `guild_id` and the author's `member`, as JSON fields.
+type Place = &'static str;
+const DM_PLACE: Place = r#""channel_type":1,"channel_id":"1200000000000000007""#;
+/// A guild text channel the bridge does not answer in (`--flood guild`).
+const GUILD_PLACE: Place = concat!(
+    r#""channel_type":0,"channel_id":"1300000000000000102","guild_id":"1300000000000000100","#,
+    r#""member":{"roles":[],"premium_since":null,"pending":false,"nick":null,"mute":false,"joined_at":"2026-11-01T10:00:00.000000+00:00","flags":0,"deaf":false,"communication_disabled_until":null,"banner":null,"avatar":null}"#
+);
+
+/// `--flood guild`: the flood is messages from a person in a server
+/// channel the bridge does not answer in (what GUILD_MESSAGES brings),
+/// instead of DMs from another bot. Set once, before any event is built.
+pub static GUILD_FLOOD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn guild_flood() -> bool {
+    GUILD_FLOOD.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn message_in(seq: &str, id: &str, author: &str, content: &str, place: Place) -> String {
     format!(
         concat!(
             r#"{{"t":"MESSAGE_CREATE","s":{seq},"op":0,"d":{{"id":"{id}","type":0,"tts":false,"#,
             r#""timestamp":"{ts}","pinned":false,"mentions":[],"mention_roles":[],"mention_everyone":false,"#,
             r#""flags":0,"embeds":[],"edited_timestamp":null,"content":"{content}","components":[],"#,
-            r#""channel_type":1,"channel_id":"{channel}","author":{author},"attachments":[],"reactions":[]}}}}"#
+            r#"{place},"author":{author},"attachments":[],"reactions":[]}}}}"#
         ),
         seq = seq,
         ts = TIMESTAMP,
         id = id,
         content = content,
-        channel = CHANNEL_ID,
+        place = place,
         author = author
     )
 }
 
+/// A flood event's author and place: another bot in a DM, or (`--flood
+/// guild`) a person in a server channel.
+fn flood_author_and_place() -> (String, Place) {
+    if guild_flood() {
+        (author(PERSON_ID, "someone", false), GUILD_PLACE)
+    } else {
+        (author(OTHER_BOT_ID, "ci-bot", true), DM_PLACE)
+    }
+}
+
 /// Flood event `seq` as plain JSON.
 pub fn flood_event(seq: u64) -> String {
-    message_create(
+    let (author, place) = flood_author_and_place();
+    message_in(
         &seq.to_string(),
         &(MESSAGE_ID_BASE + seq).to_string(),
-        &author(OTHER_BOT_ID, "ci-bot", true),
+        &author,
         CONTENT,
+        place,
     )
 }
 
@@ -184,12 +219,8 @@ const ID_SLOT: &str = "\u{1}ID\u{1}";
 
 /// The flood event around its two variable parts: head, middle, tail.
 fn event_parts() -> [Vec<u8>; 3] {
-    let template = message_create(
-        SEQ_SLOT,
-        ID_SLOT,
-        &author(OTHER_BOT_ID, "ci-bot", true),
-        CONTENT,
-    );
+    let (author, place) = flood_author_and_place();
+    let template = message_in(SEQ_SLOT, ID_SLOT, &author, CONTENT, place);
     let (head, rest) = template.split_once(SEQ_SLOT).expect("seq slot");
     let (middle, tail) = rest.split_once(ID_SLOT).expect("id slot");
     [head, middle, tail].map(|part| part.as_bytes().to_vec())

@@ -220,7 +220,12 @@ fn command(
         Client::Bridge(exe) => {
             // The owner is someone else, so the end marker's stranger gets
             // a pairing code.
-            let config = serde_json::json!({"owner_id": "900000000000000042", "compress": wire.config_value()});
+            let mut config = serde_json::json!({"owner_id": "900000000000000042", "compress": wire.config_value()});
+            if crate::payload::GUILD_FLOOD.load(std::sync::atomic::Ordering::Relaxed) {
+                // A bridge that answers in one server channel, flooded
+                // with another's messages.
+                config["channels"] = serde_json::json!([{"id": "1300000000000000101"}]);
+            }
             let path = state.join("config.json");
             std::fs::write(&path, config.to_string())
                 .map_err(|e| format!("{}: {e}", path.display()))?;

@@ -18,13 +18,14 @@ use crate::bridge::store::files::TaskFiles;
 use crate::bridge::store::outbox::Outbox;
 use crate::bridge::store::persist::{Coalescing, SeqFloor};
 use crate::bridge::store::spool::Spool;
-use crate::config::Config;
+use crate::config::{ChannelConfig, Config};
 use smol::lock::Semaphore;
 use smol::LocalExecutor;
 use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Weak;
@@ -59,6 +60,10 @@ pub(crate) struct Ctx {
     pub stopping: Cell<bool>,
     /// Weak: the executor owns the tasks, which own the context.
     pub executor: Weak<LocalExecutor<'static>>,
+    /// Server channels that refused a reply for good in this run: the
+    /// owner was told about each once (at most one per configured channel,
+    /// [`crate::config::channels::MAX_CHANNELS`]).
+    pub channels_refused: RefCell<BTreeSet<Snowflake>>,
     /// Wakes the results poller early (a pairing code was issued: it must
     /// start watching for the approval).
     pub poller_wake: event_listener::Event,
@@ -71,6 +76,20 @@ impl Ctx {
         if let Some(ex) = self.executor.upgrade() {
             ex.spawn(smolcord::loopwatch::watch(name, future)).detach();
         }
+    }
+
+    /// The `channels` entry a guild channel is answered by: its own, or,
+    /// for a thread the bot started (thread mode), its channel's; `true`
+    /// in that thread.
+    pub fn channel_entry(&self, channel: Snowflake) -> Option<(&ChannelConfig, bool)> {
+        if let Some(entry) = self.config.channel(channel) {
+            return Some((entry, false));
+        }
+        let parent = self.runtime.borrow().threads.get(&channel).copied()?;
+        self.config
+            .channel(parent)
+            .filter(|entry| entry.thread)
+            .map(|entry| (entry, true))
     }
 
     pub fn bot_user(&self) -> Option<Snowflake> {

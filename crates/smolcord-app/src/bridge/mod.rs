@@ -364,6 +364,7 @@ impl Bridge {
             stopping: Cell::new(false),
             executor: Rc::downgrade(&ex),
             poller_wake: event_listener::Event::new(),
+            channels_refused: RefCell::new(BTreeSet::new()),
             config: self.config,
         });
         let (poll_stop_tx, poll_stop_rx) = channel::bounded::<()>(1);

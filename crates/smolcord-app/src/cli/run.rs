@@ -12,7 +12,6 @@ use crate::status::{self, StatusSnapshot, StopCause};
 use futures_lite::future;
 use smol::LocalExecutor;
 use smolcord::loopwatch;
-use smolcord::protocol::Intents;
 use smolcord::rest::RestClient;
 use smolcord::rt::Timer;
 use smolcord::shard::{
@@ -109,6 +108,10 @@ async fn start_and_run(
         .map_err(|e| e.to_string())?
         .ok_or("no token: set DISCORD_TOKEN (or `token_file` in the config)")?;
     let check_rest = RestClient::new(&config.api_base, token.clone());
+    let channel_content = config
+        .channels
+        .iter()
+        .any(|channel| !channel.mention || channel.thread);
     let refused = Cell::new(None);
     let outcome = run_bridge(
         config,
@@ -144,7 +147,7 @@ async fn start_and_run(
         eprintln!("smolcord: {why}");
         return Ok(ExitCode::from(FATAL_EXIT_CODE));
     }
-    Ok(exit_code(outcome))
+    Ok(exit_code(outcome, channel_content))
 }
 
 /// SIGINT/SIGTERM and SIGHUP, from the first line of `run` on: before the
@@ -188,8 +191,9 @@ async fn watch_signals(
     }
 }
 
-/// The exit code for how the bridge ended.
-pub fn exit_code(outcome: BridgeOutcome) -> ExitCode {
+/// The exit code for how the bridge ended. `channel_content`: the
+/// channels asked for MESSAGE_CONTENT (see [`super::fatal_fix::setting_for`]).
+pub fn exit_code(outcome: BridgeOutcome, channel_content: bool) -> ExitCode {
     match outcome {
         BridgeOutcome::Stopped => ExitCode::SUCCESS,
         BridgeOutcome::RestartRequested => {
@@ -198,7 +202,9 @@ pub fn exit_code(outcome: BridgeOutcome) -> ExitCode {
         }
         BridgeOutcome::ShardFatal(error) => {
             let fix = match &error {
-                ShardError::Fatal { code, .. } => super::fatal_fix::setting_for(*code),
+                ShardError::Fatal { code, .. } => {
+                    super::fatal_fix::setting_for(*code, channel_content)
+                }
                 _ => None,
             };
             match fix {
@@ -229,7 +235,7 @@ where
         .await
         .map_err(|e| e.to_string())?;
     let rest = RestClient::new(&config.api_base, token.clone());
-    let mut shard_config = ShardConfig::new(token, Intents::from_bits(config.intents));
+    let mut shard_config = ShardConfig::new(token, config.gateway_intents());
     shard_config.gateway_url = config.gateway_url.clone();
     shard_config.compress = config.compress;
     shard_config.heartbeat_warn = Duration::from_millis(config.heartbeat_warn_ms);

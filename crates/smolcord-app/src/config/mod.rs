@@ -25,8 +25,10 @@
 //! # });
 //! ```
 
+pub mod channels;
 mod error;
 mod parse;
+pub mod reactions;
 mod state_dir;
 mod validate;
 
@@ -34,7 +36,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use channels::ChannelConfig;
 pub use error::ConfigError;
+pub use reactions::Reactions;
 
 use smolcord::shard::ShardRange;
 use smolcord::token::Token;
@@ -152,6 +156,14 @@ pub struct Config {
     /// A relative path is relative to the config file's directory.
     #[serde(default)]
     pub extra_ca_file: Option<PathBuf>,
+    /// Server channels the bot answers in (see [`channels`]); empty: DMs
+    /// only.
+    #[serde(default)]
+    pub channels: Vec<ChannelConfig>,
+    /// Emoji on a user's message when it is taken, answered, failed (see
+    /// [`reactions`]); none by default.
+    #[serde(default)]
+    pub reactions: Reactions,
 }
 
 fn default_api_base() -> String {
@@ -202,6 +214,17 @@ impl Config {
             last: self.shard[0],
             count: self.shard[1],
         })
+    }
+
+    /// The intents to identify with: `intents`, plus what `channels`
+    /// needs ([`channels::intents_for`]).
+    pub fn gateway_intents(&self) -> smolcord::protocol::Intents {
+        smolcord::protocol::Intents::from_bits(self.intents) | channels::intents_for(&self.channels)
+    }
+
+    /// The entry of `channels` for `channel`, if it is answered.
+    pub fn channel(&self, channel: smolcord::protocol::Snowflake) -> Option<&ChannelConfig> {
+        self.channels.iter().find(|entry| entry.id == channel)
     }
 
     /// All defaults, with the given state dir. Meant for tests and embedders

@@ -55,6 +55,8 @@ pub(super) const KEYS: &[&str] = &[
     "shards",
     "identify_queue_url",
     "extra_ca_file",
+    "channels",
+    "reactions",
 ];
 
 /// Keys people reach for that must never hold the token.
@@ -90,6 +92,8 @@ pub(super) fn defaults() -> Config {
         shards: None,
         identify_queue_url: None,
         extra_ca_file: None,
+        channels: Vec::new(),
+        reactions: Default::default(),
     }
 }
 
@@ -118,6 +122,10 @@ pub(super) fn from_text(text: &str, origin: &Path) -> Result<Config, ConfigError
     serde_json::from_str::<Config>(text).map_err(|e| {
         let mut message = message_of(&e);
         let named = quoted_key(&message);
+        // A nested section's unknown field (`channels[0].mentoin`) is not a
+        // top-level key: serde's message lists that section's fields.
+        let top_level = named.as_ref().is_some_and(|key| raw.contains_key(key));
+        let named = named.filter(|_| top_level);
         if let (Some(key), true) = (&named, message.starts_with("unknown field")) {
             message = unknown_key(key);
         }

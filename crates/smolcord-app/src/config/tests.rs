@@ -198,6 +198,8 @@ fn every_listed_key_is_a_config_key() {
         "[0, 0, 1]",
         "\"http://queue:8000/\"",
         "\"ca.pem\"",
+        "[{\"id\": \"5\", \"mention\": false}]",
+        "{\"taken\": \"👀\"}",
     ];
     assert_eq!(values.len(), parse::KEYS.len());
     // `shard` and `shards` exclude each other: one body each.
@@ -319,4 +321,25 @@ fn a_compression_this_build_lacks_is_refused_naming_the_key() {
             );
         }
     }
+}
+
+#[test]
+fn a_channel_entry_with_an_unknown_field_names_the_section() {
+    let err = parse(r#"{"channels": [{"id": "5", "mentoin": false}]}"#).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("key `channels`"), "{text}");
+    assert!(text.contains("unknown field `mentoin`"), "{text}");
+    let err = parse(r#"{"channels": [{"id": "5"}, {"id": 5}]}"#).unwrap_err();
+    assert!(err.to_string().contains("listed twice"), "{err}");
+}
+
+#[test]
+fn channels_add_the_intents_they_need() {
+    let config = parse(r#"{"channels": [{"id": "5"}]}"#).unwrap();
+    assert_eq!(config.gateway_intents().bits(), (1 << 12) | (1 << 9));
+    let config = parse(r#"{"channels": [{"id": "5", "mention": false}]}"#).unwrap();
+    assert_eq!(
+        config.gateway_intents().bits(),
+        (1 << 12) | (1 << 9) | (1 << 15)
+    );
 }

@@ -105,6 +105,9 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
             );
         }
     }
+    if let Err(why) = super::channels::check(&config.channels) {
+        return fail("channels", why);
+    }
     // A long result goes out as one attachment: Discord takes 10 MiB a file.
     if config.max_result_bytes > smolcord::rest::MAX_FILE_BYTES as u64 {
         return fail(

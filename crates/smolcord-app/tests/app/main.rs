@@ -17,6 +17,10 @@ mod bridge_access;
 #[cfg(feature = "sim")]
 mod bridge_bounds;
 #[cfg(feature = "sim")]
+mod bridge_channels;
+#[cfg(feature = "sim")]
+mod bridge_context;
+#[cfg(feature = "sim")]
 mod bridge_exactly_once;
 #[cfg(feature = "sim")]
 mod bridge_flow;
@@ -28,11 +32,15 @@ mod bridge_layers;
 #[cfg(feature = "sim")]
 mod bridge_lifecycle;
 #[cfg(feature = "sim")]
+mod bridge_reactions;
+#[cfg(feature = "sim")]
 mod bridge_readback;
 #[cfg(feature = "sim")]
 mod bridge_shards;
 #[cfg(feature = "sim")]
 mod bridge_state;
+#[cfg(feature = "sim")]
+mod bridge_threads;
 #[cfg(feature = "sim")]
 mod cli_hostile;
 #[cfg(feature = "sim")]

@@ -160,7 +160,7 @@ impl Rig {
         tunables: Tunables,
         recorder: Recorder,
     ) -> Running {
-        let intents = Intents::from_bits(config.intents);
+        let intents = config.gateway_intents();
         let mut shard_config = ShardConfig::new(Rig::token(), intents);
         shard_config.gateway_url = config.gateway_url.clone();
         shard_config.state = bridge::load_session_state(&config.state_dir).await;

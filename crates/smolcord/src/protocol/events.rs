@@ -146,6 +146,32 @@ pub struct Message {
     /// Message type (0 default, 19 reply, ...).
     #[serde(rename = "type", default)]
     pub kind: u8,
+    /// Users mentioned by the message (a reply pings its author unless the
+    /// reply turned that off: Discord lists them here then too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<User>,
+    /// What a reply (type 19) answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_reference: Option<MessageReference>,
+    /// The message a reply answers, as Discord includes it (absent when it
+    /// was not looked up, `null` when it was deleted). Boxed: it is a
+    /// message itself, one level deep (Discord does not nest further).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referenced_message: Option<Box<Message>>,
+}
+
+/// A message's `message_reference`: the message a reply answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageReference {
+    /// The message answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<Snowflake>,
+    /// Its channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_id: Option<Snowflake>,
+    /// Its guild.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<Snowflake>,
 }
 
 impl Message {
@@ -167,6 +193,18 @@ impl Message {
     /// Whether this is a direct message (no guild).
     pub fn is_direct(&self) -> bool {
         self.guild_id.is_none()
+    }
+
+    /// Whether the message mentions `user`.
+    pub fn mentions_user(&self, user: Snowflake) -> bool {
+        self.mentions.iter().any(|mentioned| mentioned.id == user)
+    }
+
+    /// Whether the message replies to a message `user` wrote.
+    pub fn replies_to(&self, user: Snowflake) -> bool {
+        self.referenced_message
+            .as_ref()
+            .is_some_and(|answered| answered.author.id == user)
     }
 }
 

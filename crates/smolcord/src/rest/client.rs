@@ -14,6 +14,7 @@ use ureq::Agent;
 
 use super::clock::ServerClock;
 use super::draft::MessageDraft;
+use super::emoji::Emoji;
 use super::error::RestError;
 use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
 use super::nonce::Nonce;
@@ -173,6 +174,21 @@ impl RestClient {
             .await
     }
 
+    /// `GET /channels/{id}/messages?before={id}&limit={n}`: the `limit`
+    /// (1..=100) messages right before `before`, answered newest first as
+    /// Discord does (the conversation leading up to a message).
+    pub async fn channel_messages_before(
+        &self,
+        channel_id: Snowflake,
+        before: Snowflake,
+        limit: u8,
+    ) -> Result<Vec<Message>, RestError> {
+        let limit = limit.clamp(1, 100);
+        let query = format!("before={before}&limit={limit}");
+        self.call(Route::GetMessages { channel_id }, Some(query), None)
+            .await
+    }
+
     /// `POST /channels/{id}/messages`: sends `draft` as a new message
     /// (as `multipart/form-data` when it has files), mentions disabled.
     ///
@@ -206,6 +222,50 @@ impl RestClient {
         };
         let body = message_body(&route, draft, None, true)?;
         self.call_with(route, None, Some(body)).await
+    }
+
+    /// `POST /channels/{id}/messages/{id}/threads`: starts a public thread
+    /// named `name` (1 to 100 characters) from a message; the thread's id
+    /// is the message's. Discord refuses a second thread from the same
+    /// message (400 160004), so a timeout is not retried.
+    pub async fn start_thread_from_message(
+        &self,
+        channel_id: Snowflake,
+        message_id: Snowflake,
+        name: &str,
+    ) -> Result<Channel, RestError> {
+        let route = Route::StartThreadFromMessage {
+            channel_id,
+            message_id,
+        };
+        let name: String = name.chars().take(100).collect();
+        if name.trim().is_empty() {
+            return Err(RestError::InvalidInput {
+                route: route.to_string(),
+                detail: "a thread name needs 1 to 100 characters".into(),
+            });
+        }
+        // Archived after a day without messages (Discord's 1440 minutes).
+        let body = serde_json::json!({"name": name, "auto_archive_duration": 1440});
+        self.call(route, None, Some(body)).await
+    }
+
+    /// `PUT /channels/{id}/messages/{id}/reactions/{emoji}/@me`: the bot
+    /// reacts to a message with `emoji` (a repeat changes nothing).
+    pub async fn create_reaction(
+        &self,
+        channel_id: Snowflake,
+        message_id: Snowflake,
+        emoji: Emoji,
+    ) -> Result<(), RestError> {
+        let route = Route::CreateReaction {
+            channel_id,
+            message_id,
+            emoji,
+        };
+        self.send(&route, None, Some(Body::json(Vec::new())))
+            .await
+            .map(drop)
     }
 
     /// `POST /channels/{id}/typing`: shows "typing…" for about 10 s.

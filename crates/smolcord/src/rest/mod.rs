@@ -50,6 +50,7 @@
 mod client;
 mod clock;
 mod draft;
+mod emoji;
 mod error;
 mod exchange;
 mod multipart;
@@ -63,6 +64,7 @@ mod tls;
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
 pub use clock::parse_http_date;
 pub use draft::MessageDraft;
+pub use emoji::{Emoji, EMOJI_MAX_BYTES};
 pub use error::RestError;
 pub use multipart::{Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 pub use nonce::{Nonce, NONCE_MAX_CHARS};

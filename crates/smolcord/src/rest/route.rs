@@ -18,6 +18,7 @@
 //! assert_eq!(Route::parse(Method::Post, "/channels/41/messages"), Ok(route));
 //! ```
 
+use super::emoji::Emoji;
 use crate::protocol::Snowflake;
 use std::fmt;
 
@@ -119,6 +120,24 @@ pub enum Route {
         /// The message.
         message_id: Snowflake,
     },
+    /// `PUT /channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me`:
+    /// the bot reacts to a message.
+    CreateReaction {
+        /// The channel.
+        channel_id: Snowflake,
+        /// The message.
+        message_id: Snowflake,
+        /// The reaction.
+        emoji: Emoji,
+    },
+    /// `POST /channels/{channel_id}/messages/{message_id}/threads`: a
+    /// public thread started from a message (its id is the message's).
+    StartThreadFromMessage {
+        /// The channel.
+        channel_id: Snowflake,
+        /// The message the thread starts from.
+        message_id: Snowflake,
+    },
 }
 
 /// Why [`Route::parse`] matched nothing.
@@ -153,10 +172,12 @@ impl Route {
             | Route::GetChannel { .. }
             | Route::GetMessages { .. }
             | Route::GetMessage { .. } => Method::Get,
-            Route::CreateDm | Route::TriggerTyping { .. } | Route::CreateMessage { .. } => {
-                Method::Post
-            }
+            Route::CreateDm
+            | Route::TriggerTyping { .. }
+            | Route::CreateMessage { .. }
+            | Route::StartThreadFromMessage { .. } => Method::Post,
             Route::EditMessage { .. } => Method::Patch,
+            Route::CreateReaction { .. } => Method::Put,
         }
     }
 
@@ -176,6 +197,12 @@ impl Route {
             }
             Route::GetMessage { .. } | Route::EditMessage { .. } => {
                 "/channels/{channel_id}/messages/{message_id}"
+            }
+            Route::StartThreadFromMessage { .. } => {
+                "/channels/{channel_id}/messages/{message_id}/threads"
+            }
+            Route::CreateReaction { .. } => {
+                "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me"
             }
         }
     }
@@ -201,6 +228,18 @@ impl Route {
                 channel_id,
                 message_id,
             } => format!("/channels/{channel_id}/messages/{message_id}"),
+            Route::StartThreadFromMessage {
+                channel_id,
+                message_id,
+            } => format!("/channels/{channel_id}/messages/{message_id}/threads"),
+            Route::CreateReaction {
+                channel_id,
+                message_id,
+                emoji,
+            } => format!(
+                "/channels/{channel_id}/messages/{message_id}/reactions/{}/@me",
+                emoji.path_segment()
+            ),
         }
     }
 
@@ -213,7 +252,9 @@ impl Route {
             | Route::GetMessages { channel_id }
             | Route::CreateMessage { channel_id }
             | Route::GetMessage { channel_id, .. }
-            | Route::EditMessage { channel_id, .. } => Some(*channel_id),
+            | Route::EditMessage { channel_id, .. }
+            | Route::StartThreadFromMessage { channel_id, .. }
+            | Route::CreateReaction { channel_id, .. } => Some(*channel_id),
             Route::Gateway
             | Route::GatewayBot
             | Route::CurrentUser
@@ -245,6 +286,11 @@ impl Route {
             Route::CreateMessage { .. } => true,
             // An edit sets the content (and attachments): a repeat sets the same.
             Route::EditMessage { .. } => true,
+            // One thread per message: a repeat is refused (160004), and
+            // the thread's id is the message's anyway.
+            Route::StartThreadFromMessage { .. } => false,
+            // The bot's own reaction is there or not: a repeat adds nothing.
+            Route::CreateReaction { .. } => true,
         }
     }
 
@@ -292,6 +338,19 @@ impl Route {
                     },
                 ]
             }
+            ["channels", channel, "messages", message, "reactions", emoji, "@me"] => {
+                vec![Route::CreateReaction {
+                    channel_id: id(channel)?,
+                    message_id: id(message)?,
+                    emoji: Emoji::from_segment(emoji).ok_or(Unmatched::NotFound)?,
+                }]
+            }
+            ["channels", channel, "messages", message, "threads"] => {
+                vec![Route::StartThreadFromMessage {
+                    channel_id: id(channel)?,
+                    message_id: id(message)?,
+                }]
+            }
             _ => return Err(Unmatched::NotFound),
         };
         candidates
@@ -333,6 +392,15 @@ mod tests {
                 channel_id,
                 message_id,
             },
+            Route::StartThreadFromMessage {
+                channel_id,
+                message_id,
+            },
+            Route::CreateReaction {
+                channel_id,
+                message_id,
+                emoji: Emoji::new("👀").unwrap(),
+            },
         ]
     }
 
@@ -367,10 +435,10 @@ mod tests {
     fn the_channel_is_the_major_parameter() {
         for route in every_route() {
             let has_channel = route.template().starts_with("/channels/");
-            assert!(
-                route.idempotent(),
-                "{route}: the client retries only idempotent routes"
-            );
+            // Starting a thread twice is refused: the one route a timeout
+            // must not repeat.
+            let once = matches!(route, Route::StartThreadFromMessage { .. });
+            assert_eq!(route.idempotent(), !once, "{route}");
             assert_eq!(route.major().is_some(), has_channel, "{route}");
         }
     }

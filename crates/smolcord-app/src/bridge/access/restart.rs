@@ -57,7 +57,15 @@ pub struct RuntimeState {
     /// finished: the next session start (a resume too) reads back again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub readback_due: bool,
+    /// Threads the bot started for a conversation (thread mode): thread id
+    /// → its channel. The newest [`THREADS_KEPT`]; an older thread's
+    /// conversation needs a mention again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub threads: BTreeMap<Snowflake, Snowflake>,
 }
+
+/// Threads remembered in `runtime.json` (a few dozen bytes each).
+pub const THREADS_KEPT: usize = 256;
 
 impl RuntimeState {
     /// Whether `message` in `channel` was processed already.
@@ -65,6 +73,16 @@ impl RuntimeState {
         self.processed
             .get(&channel)
             .is_some_and(|&last| message <= last)
+    }
+
+    /// Remembers `thread`, started in `channel` (the oldest go past
+    /// [`THREADS_KEPT`]; thread ids are the ids of the messages they
+    /// started from, so the smallest is the oldest).
+    pub fn remember_thread(&mut self, thread: Snowflake, channel: Snowflake) {
+        self.threads.insert(thread, channel);
+        while self.threads.len() > THREADS_KEPT {
+            self.threads.pop_first();
+        }
     }
 
     /// Records `message` as processed (ids only grow per channel).

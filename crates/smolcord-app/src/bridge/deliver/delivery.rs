@@ -190,7 +190,8 @@ pub(crate) async fn send<R: Record>(
             }
         }
         let replaces = placeholder.filter(|_| part == 0);
-        match send_part(ctx, channel, plan, part, &nonce, replaces).await {
+        let reply_to = record.replies_to().filter(|_| part == 0);
+        match send_part(ctx, channel, plan, part, &nonce, replaces, reply_to).await {
             Ok(id) => {
                 record.sent().message_ids.push(id);
                 if part + 1 < parts {
@@ -307,8 +308,10 @@ async fn send_part(
     part: usize,
     nonce: &Nonce,
     placeholder: Option<Snowflake>,
+    reply_to: Option<Snowflake>,
 ) -> Result<Snowflake, RestError> {
     let rest = &ctx.rest;
+    let replying = |draft| replying(draft, reply_to);
     let (message, text) = match plan {
         Plan::Messages(chunks) => {
             let chunk = &chunks[part];
@@ -325,7 +328,7 @@ async fn send_part(
                 }
             }
             let created = rest
-                .create_message(channel, &MessageDraft::text(chunk).nonce(nonce))
+                .create_message(channel, &replying(MessageDraft::text(chunk).nonce(nonce)))
                 .await;
             return created.map(|message| message.id);
         }
@@ -342,7 +345,7 @@ async fn send_part(
         }
     }
     match rest
-        .create_message(channel, &draft.clone().nonce(nonce))
+        .create_message(channel, &replying(draft.clone().nonce(nonce)))
         .await
     {
         Ok(message) => Ok(message.id),
@@ -352,7 +355,7 @@ async fn send_part(
             log::warn!(
                 "uploading {REPLY_FILE} failed ({e}); trying once without the optional attachments metadata"
             );
-            let bare = draft.without_attachments_metadata().nonce(nonce);
+            let bare = replying(draft.without_attachments_metadata().nonce(nonce));
             rest.create_message(channel, &bare)
                 .await
                 .map(|message| message.id)
@@ -422,6 +425,16 @@ async fn send_files(
             drop(bytes);
             text_part(format!("Could not upload {names} ({e}).")).await
         }
+    }
+}
+
+/// `draft` as a Discord reply to `reply_to` (quoting it, its author not
+/// pinged), if given. An edit cannot add one: a placeholder in a server
+/// channel is posted as the reply already.
+fn replying(draft: MessageDraft<'_>, reply_to: Option<Snowflake>) -> MessageDraft<'_> {
+    match reply_to {
+        Some(message) => draft.reply_to(message),
+        None => draft,
     }
 }
 

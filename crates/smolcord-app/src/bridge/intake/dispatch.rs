@@ -16,6 +16,7 @@ use crate::bridge::access::book::{self, Role};
 use crate::bridge::access::restart::{self, RestartMarker};
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery;
+use crate::bridge::intake::peek::Peek;
 use crate::bridge::intake::readback::Readback;
 use crate::bridge::intake::results;
 use crate::bridge::jobs::queue::{Job, Room, Work, MAX_JOBS};
@@ -25,6 +26,7 @@ use crate::bridge::report::throttle::{Throttle, Verdict};
 use crate::bridge::store::directory::{ChannelDirectory, DirectorySnapshot};
 use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::persist::{Deferred, SaveReason, SessionAndStatus, SessionFile};
+use crate::bridge::work::channel_gate;
 use crate::bridge::work::verdict::{classify, Intake};
 use crate::bridge::work::worker;
 use crate::recorder::FailureKind;
@@ -211,6 +213,9 @@ impl Loop {
                         }
                         "MESSAGE_CREATE" => {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            if self.skip_unwanted(dispatch.raw_data()) {
+                                continue;
+                            }
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
                                     self.readback.before_message(&self.ctx, &message);
@@ -249,6 +254,35 @@ impl Loop {
         };
         self.shut_down(poll_stop, &outcome, cause.get()).await;
         outcome
+    }
+
+    /// Whether a MESSAGE_CREATE (raw `d`) is a guild message the bridge
+    /// does not want (a channel not in `channels`, a required mention
+    /// missing), judged from a peek at the few fields that say so, before
+    /// the message is decoded in full; counted. A payload the peek cannot
+    /// read is left to the full decode, which reports it.
+    fn skip_unwanted(&self, raw: &str) -> bool {
+        let Ok(peek) = Peek::read(raw) else {
+            return false;
+        };
+        if peek.guild_id.is_none() {
+            return false;
+        }
+        let ctx = &self.ctx;
+        let addressing =
+            ctx.bot_user()
+                .map_or_else(Default::default, |bot| channel_gate::Addressing {
+                    mentions: peek.mentions(bot),
+                    replies: peek.replies_to(bot),
+                });
+        match channel_gate::admit(addressing, ctx.channel_entry(peek.channel_id)) {
+            Ok(()) => false,
+            Err(why) => {
+                ctx.counters.bump(Counter::GuildMessagesSkipped);
+                log::trace!("a message in channel {} skipped: {why}", peek.channel_id);
+                true
+            }
+        }
     }
 
     fn remember_bot(&self, id: Snowflake) {
@@ -387,7 +421,21 @@ impl Loop {
         mut stop: Pin<&mut S>,
     ) -> Option<BridgeOutcome> {
         let ctx = &self.ctx;
-        let role = ctx.access.borrow().role(message.author.id);
+        let mut role = ctx.access.borrow().role(message.author.id);
+        if !message.is_direct() {
+            // Admitted by the peek ([`Loop::skip_unwanted`]): judged again
+            // on the whole message, which says the same.
+            let entry = ctx.channel_entry(message.channel_id);
+            let addressing = channel_gate::Addressing::of(&message, ctx.bot_user());
+            if let Err(why) = channel_gate::admit(addressing, entry) {
+                ctx.counters.bump(Counter::GuildMessagesSkipped);
+                log::trace!("message {} skipped: {why}", message.id);
+                return None;
+            }
+            if let Some((entry, _)) = entry {
+                role = channel_gate::channel_role(entry, role, message.author.id);
+            }
+        }
         if role != Role::Stranger && message.is_direct() {
             ctx.remember_dm(message.author.id, message.channel_id);
         }

@@ -31,6 +31,9 @@ struct Inner {
     pairing_codes_issued: AtomicU64,
     replays_skipped: AtomicU64,
     messages_dropped: AtomicU64,
+    channel_strangers: AtomicU64,
+    guild_messages_skipped: AtomicU64,
+    channel_refusals: AtomicU64,
     jobs_peak: AtomicU64,
     safe_mode: AtomicBool,
 }
@@ -76,6 +79,16 @@ pub struct CountersSnapshot {
     /// people it would not answer anyway: strangers, or anyone but the
     /// owner in safe mode); counted in `refused` too.
     pub messages_dropped: u64,
+    /// Messages in an answered server channel that mentioned the bot from
+    /// someone not allowed there (nothing is posted); counted in `refused`
+    /// too.
+    pub channel_strangers: u64,
+    /// Server channel messages not taken: the channel is not in
+    /// `channels`, or a required mention is missing.
+    pub guild_messages_skipped: u64,
+    /// Replies a server channel refused for good (403, or the channel is
+    /// gone).
+    pub channel_refusals: u64,
     /// The most messages queued or being handled at once in this run.
     pub jobs_peak: u64,
     /// Whether this run is in safe mode.
@@ -86,7 +99,7 @@ impl CountersSnapshot {
     /// Every counter with the words `smolcord status` prints for it, in
     /// the order a reader follows a message: taken in, answered, the work
     /// in between, then what went wrong.
-    pub fn labelled(&self) -> [(&'static str, u64); 18] {
+    pub fn labelled(&self) -> [(&'static str, u64); 21] {
         [
             ("messages handled", self.messages_handled),
             ("most at once", self.jobs_peak),
@@ -106,6 +119,9 @@ impl CountersSnapshot {
             ("pairing codes issued", self.pairing_codes_issued),
             ("replays skipped", self.replays_skipped),
             ("failures recorded", self.failures),
+            ("channel strangers", self.channel_strangers),
+            ("guild messages skipped", self.guild_messages_skipped),
+            ("channel refusals", self.channel_refusals),
         ]
     }
 }
@@ -130,6 +146,9 @@ pub(crate) enum Counter {
     PairingCodesIssued,
     ReplaysSkipped,
     MessagesDropped,
+    ChannelStrangers,
+    GuildMessagesSkipped,
+    ChannelRefusals,
 }
 
 impl BridgeCounters {
@@ -153,6 +172,9 @@ impl BridgeCounters {
             Counter::PairingCodesIssued => &i.pairing_codes_issued,
             Counter::ReplaysSkipped => &i.replays_skipped,
             Counter::MessagesDropped => &i.messages_dropped,
+            Counter::ChannelStrangers => &i.channel_strangers,
+            Counter::GuildMessagesSkipped => &i.guild_messages_skipped,
+            Counter::ChannelRefusals => &i.channel_refusals,
         };
         cell.fetch_add(1, Ordering::Relaxed);
     }
@@ -190,6 +212,9 @@ impl BridgeCounters {
             pairing_codes_issued: get(&i.pairing_codes_issued),
             replays_skipped: get(&i.replays_skipped),
             messages_dropped: get(&i.messages_dropped),
+            channel_strangers: get(&i.channel_strangers),
+            guild_messages_skipped: get(&i.guild_messages_skipped),
+            channel_refusals: get(&i.channel_refusals),
             jobs_peak: get(&i.jobs_peak),
             safe_mode: i.safe_mode.load(Ordering::Relaxed),
         }
@@ -232,6 +257,9 @@ mod tests {
             Counter::PairingCodesIssued,
             Counter::ReplaysSkipped,
             Counter::MessagesDropped,
+            Counter::ChannelStrangers,
+            Counter::GuildMessagesSkipped,
+            Counter::ChannelRefusals,
         ] {
             let before = counters.snapshot().labelled();
             counters.bump(counter);
@@ -251,7 +279,7 @@ mod tests {
             .contains(&("most at once", 3)));
         // The JSON form has one more field, the safe_mode flag.
         let json = serde_json::to_value(counters.snapshot()).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), 19);
+        assert_eq!(json.as_object().unwrap().len(), 22);
         let back: CountersSnapshot = serde_json::from_value(json).unwrap();
         assert_eq!(back, counters.snapshot());
     }

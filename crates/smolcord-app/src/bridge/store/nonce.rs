@@ -39,6 +39,8 @@ pub(crate) enum Notice {
     Unread,
     /// Some of its attachments were not handed to the agent.
     FilesLeftOut,
+    /// The owner is told a server channel refused the reply to this message.
+    ChannelRefused,
 }
 
 /// Part `part` of the reply to `message`.
@@ -65,6 +67,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::Skipped => format!("g{message}"),
         Notice::Unread => format!("h{message}"),
         Notice::FilesLeftOut => format!("a{message}"),
+        Notice::ChannelRefused => format!("m{message}"),
     };
     derived(text)
 }

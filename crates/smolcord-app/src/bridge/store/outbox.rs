@@ -71,6 +71,12 @@ pub(crate) trait Record: Serialize {
     fn undelivered_nonce(&self) -> Nonce;
     /// What went out so far.
     fn sent(&mut self) -> &mut Sent;
+    /// The message its first part replies to (Discord's reply, quoting
+    /// it), if any: a reply in a server channel, where several
+    /// conversations share one channel.
+    fn replies_to(&self) -> Option<Snowflake> {
+        None
+    }
 }
 
 /// A reply on record.
@@ -80,6 +86,15 @@ pub(crate) struct ReplyRecord {
     pub channel_id: Snowflake,
     /// The message it answers.
     pub message_id: Snowflake,
+    /// The server of `channel_id`; absent for a DM. A reply in a server
+    /// channel goes out as a Discord reply to `message_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<Snowflake>,
+    /// Thread mode: the thread started from the message, where the reply
+    /// goes instead of `channel_id` (the record stays named by the
+    /// message's channel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver_to: Option<Snowflake>,
     /// The agent's output, or the notice telling the user the agent failed.
     pub content: String,
     /// A last line about the reply itself (that it was cut, say).
@@ -97,6 +112,13 @@ pub(crate) struct ReplyRecord {
 }
 
 impl Record for ReplyRecord {
+    fn replies_to(&self) -> Option<Snowflake> {
+        // In its thread, the message heads the thread already.
+        self.guild_id
+            .filter(|_| self.deliver_to.is_none())
+            .map(|_| self.message_id)
+    }
+
     fn file_name(&self) -> String {
         reply_file_name(self.channel_id, self.message_id)
     }
@@ -339,6 +361,8 @@ mod tests {
 
     fn reply(channel: u64, message: u64) -> ReplyRecord {
         ReplyRecord {
+            guild_id: None,
+            deliver_to: None,
             channel_id: Snowflake::new(channel),
             message_id: Snowflake::new(message),
             content: "hello".into(),

@@ -42,6 +42,13 @@ pub struct Task {
     pub id: String,
     /// Where the message came from (and where the reply goes).
     pub channel_id: Snowflake,
+    /// The server the channel belongs to; absent for a DM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guild_id: Option<Snowflake>,
+    /// Thread mode: the thread started from the message, where the answer
+    /// goes (a spooled result names it as its `channel_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<Snowflake>,
     /// The message.
     pub message_id: Snowflake,
     /// Who sent it.
@@ -61,6 +68,59 @@ pub struct Task {
     /// task's `out/` directory); absent if it could not be made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_dir: Option<String>,
+    /// The message this one replies to, as Discord sent it along (its
+    /// text is empty where Discord withholds it: see docs/agent.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replied_to: Option<ContextMessage>,
+    /// The messages before this one in its channel, oldest first (the
+    /// channel's `context_messages`; none by default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextMessage>,
+}
+
+/// A message around the task's: the one it replies to, or one before it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextMessage {
+    /// Message id.
+    pub id: Snowflake,
+    /// Who wrote it.
+    pub author: TaskAuthor,
+    /// Written by this bot (one of its own replies).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_bot: bool,
+    /// Its text.
+    pub content: String,
+    /// Its attachments (the URLs are signed and expire).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<TaskAttachment>,
+}
+
+impl ContextMessage {
+    /// `message` as context; `bot`: this bot's user id.
+    pub fn new(message: &Message, bot: Option<Snowflake>) -> ContextMessage {
+        ContextMessage {
+            id: message.id,
+            author: TaskAuthor::of(message),
+            by_bot: bot == Some(message.author.id),
+            content: message.content.clone(),
+            attachments: message
+                .attachments
+                .iter()
+                .map(TaskAttachment::from)
+                .collect(),
+        }
+    }
+}
+
+impl TaskAuthor {
+    /// The author of `message`.
+    pub fn of(message: &Message) -> TaskAuthor {
+        TaskAuthor {
+            id: message.author.id,
+            username: message.author.username.clone(),
+            global_name: message.author.global_name.clone(),
+        }
+    }
 }
 
 /// The author of a task.
@@ -142,12 +202,10 @@ impl Task {
         Task {
             id: message.id.to_string(),
             channel_id: message.channel_id,
+            guild_id: message.guild_id,
+            thread_id: None,
             message_id: message.id,
-            author: TaskAuthor {
-                id: message.author.id,
-                username: message.author.username.clone(),
-                global_name: message.author.global_name.clone(),
-            },
+            author: TaskAuthor::of(message),
             text: task_text(&message.content, &transcripts),
             content: message.content.clone(),
             transcripts,
@@ -158,6 +216,8 @@ impl Task {
                 .collect(),
             received_unix_ms,
             output_dir: None,
+            replied_to: None,
+            context: Vec::new(),
         }
     }
 }

@@ -78,10 +78,14 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
     let placeholder = Rc::new(RefCell::new(None));
     {
         let ctx = ctx.clone();
-        let (channel, message) = (task.channel_id, task.message_id);
+        // Thread mode: typing and the placeholder in the thread, where
+        // the message heads the conversation already (no reply needed).
+        let channel = task.thread_id.unwrap_or(task.channel_id);
+        let message = task.message_id;
+        let in_guild = task.guild_id.is_some() && task.thread_id.is_none();
         let placeholder = placeholder.clone();
         ctx.clone().spawn("bridge-typing", async move {
-            indicate(&ctx, channel, message, stop_rx, &placeholder).await;
+            indicate(&ctx, channel, message, in_guild, stop_rx, &placeholder).await;
             let _ = done_tx.try_send(placeholder.borrow_mut().take());
         });
     }
@@ -229,10 +233,12 @@ const INDICATOR_TIMEOUT: Duration = Duration::from_secs(5);
 /// abandoned when `stop` closes; a placeholder call in flight is finished
 /// first, and none is started after `stop`. The placeholder's nonce comes
 /// from `message`, so a run repeated after a crash finds the first one.
+/// `in_guild`: the placeholder is a Discord reply to `message`.
 async fn indicate(
     ctx: &Ctx,
     channel: Snowflake,
     message: Snowflake,
+    in_guild: bool,
     stop: channel::Receiver<()>,
     placeholder: &RefCell<Option<Snowflake>>,
 ) {
@@ -277,7 +283,12 @@ async fn indicate(
                 // returns the placeholder a late try posted, with the id.
                 placeholder_at = None;
                 let nonce = nonce::placeholder(message);
-                let draft = MessageDraft::text(PLACEHOLDER).nonce(&nonce);
+                let mut draft = MessageDraft::text(PLACEHOLDER).nonce(&nonce);
+                if in_guild {
+                    // The reply replaces it by an edit, which cannot add
+                    // the reference: it is the reply from the start.
+                    draft = draft.reply_to(message);
+                }
                 match rest.create_message(channel, &draft).await {
                     Ok(message) => *placeholder.borrow_mut() = Some(message.id),
                     Err(e) => {

@@ -2,7 +2,10 @@
 //! the agent.
 
 pub(crate) mod agent;
+pub(crate) mod channel_gate;
+pub(crate) mod context;
 pub(crate) mod files_in;
+pub(crate) mod thread;
 pub(crate) mod transcribe;
 pub(crate) mod verdict;
 pub(crate) mod worker;

@@ -92,6 +92,9 @@ mod tests {
             attachments: vec![],
             flags: None,
             kind: 0,
+            mentions: vec![],
+            message_reference: None,
+            referenced_message: None,
         }
     }
 

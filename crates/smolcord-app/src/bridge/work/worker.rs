@@ -17,8 +17,10 @@ use crate::bridge::access::book::{self, Role};
 use crate::bridge::access::pairing::{self, code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::channel_refused;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
 use crate::bridge::deliver::files_out::{self, Outgoing};
+use crate::bridge::deliver::reaction::{self, Stage};
 use crate::bridge::jobs::backlog::{
     late_prefix, skipped_notice, snowflake_unix_ms, unread_notice, Findings, Tally,
 };
@@ -27,11 +29,12 @@ use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce::{self, Notice};
 use crate::bridge::store::outbox::ReplyRecord;
-use crate::bridge::store::spool::Task;
+use crate::bridge::store::spool::{task_text, Task};
 use crate::bridge::work::agent::{run_agent, AgentRun};
 use crate::bridge::work::files_in::{fetch_attachments, Fetched};
 use crate::bridge::work::transcribe::transcribe_message;
 use crate::bridge::work::verdict::{decide, Verdict};
+use crate::bridge::work::{channel_gate, context, thread};
 use crate::recorder::FailureKind;
 use crate::status::now_unix_ms;
 use smolcord::protocol::{Message, Snowflake};
@@ -257,7 +260,13 @@ async fn handle_message(
     received_unix_ms: u64,
     late: Option<u64>,
 ) -> Handled {
-    let role = ctx.fresh_role(message.author.id).await;
+    let mut role = ctx.fresh_role(message.author.id).await;
+    let entry = ctx
+        .channel_entry(message.channel_id)
+        .filter(|_| !message.is_direct());
+    if let Some((entry, _)) = entry {
+        role = channel_gate::channel_role(entry, role, message.author.id);
+    }
     let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
         Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
@@ -274,6 +283,11 @@ async fn handle_message(
         }
         Verdict::Silent(why) => {
             log::debug!("message {} not answered: {why}", message.id);
+            if role == Role::Stranger && !message.is_direct() {
+                // Nothing is posted in a channel for a stranger: no
+                // pairing code in public.
+                ctx.counters.bump(Counter::ChannelStrangers);
+            }
             refused(ctx, message.author.id);
             Handled::Done
         }
@@ -410,20 +424,41 @@ async fn accept(
         Ok(()) => task.output_dir = Some(out_dir.to_string_lossy().into_owned()),
         Err(e) => log::warn!("{what}: {e}; the agent gets no output directory"),
     }
+    if !message.is_direct() {
+        // The mention only addressed the bot; `content` keeps it.
+        let content = channel_gate::without_mention(&message.content, ctx.bot_user());
+        task.text = task_text(&content, &task.transcripts);
+    }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
     if task.text.is_empty() && !other_attachments {
-        log::debug!("{what}: nothing to hand to the agent");
+        if message.is_direct() || !message.content.is_empty() {
+            log::debug!("{what}: nothing to hand to the agent");
+        } else {
+            // Taken as a reply to the bot, but it does not mention it (the
+            // ping turned off): Discord withholds its text from an app
+            // without MESSAGE_CONTENT.
+            log::info!("{what}: a reply to the bot with no text: without MESSAGE_CONTENT Discord sends the text only of messages that mention the bot (a reply's ping counts); nothing to answer");
+        }
         return Handled::Done;
     }
+    reaction::react(ctx, message.channel_id, message.id, Stage::Taken);
+    task.thread_id = thread::open_for(ctx, message, &task.text).await;
+    context::gather(ctx, message, &mut task).await;
     match ctx.config.agent_cmd.clone() {
         Some(argv) => {
             guard.stage(format!("{what}: agent running"));
             let run = run_agent(ctx, argv, &task).await;
             guard.stage(format!("{what}: delivering the reply"));
-            let record = reply_record(message, run, late);
+            let mut record = reply_record(message, run, late);
+            record.deliver_to = task.thread_id;
             // On record before the first part goes out.
             delivery::save(ctx, &record).await;
-            deliver_reply(ctx, record).await;
+            let stage = if deliver_reply(ctx, record).await {
+                Stage::Done
+            } else {
+                Stage::Failed
+            };
+            reaction::react(ctx, message.channel_id, message.id, stage);
             Handled::Recorded
         }
         None => {
@@ -505,6 +540,8 @@ fn reply_record(message: &Message, run: AgentRun, late: Option<u64>) -> ReplyRec
     };
     ReplyRecord {
         channel_id: message.channel_id,
+        guild_id: message.guild_id,
+        deliver_to: None,
         message_id: message.id,
         content,
         note,
@@ -540,7 +577,8 @@ async fn deliver_recorded(ctx: &Ctx, channel: Snowflake, message: Snowflake) {
 /// Sends a recorded reply from where it got, then settles it (fallback and
 /// archive when it failed for good); an agent-failure notice that cannot be
 /// sent is only logged.
-async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
+/// True when the answer itself reached the channel (not a failure notice).
+async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) -> bool {
     // The agent's files: listed the same way on every try (its output
     // directory stays until the reply is done), so the parts match.
     let files = if record.notice {
@@ -552,21 +590,18 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
     // Kept in the record (saved between parts): a restart still knows the
     // placeholder if the reply could not replace it.
     let placeholder = record.placeholder;
-    let sent = delivery::send(
-        ctx,
-        record.channel_id,
-        &plan,
-        &files,
-        &mut record,
-        placeholder,
-    )
-    .await;
+    let target = record.deliver_to.unwrap_or(record.channel_id);
+    let sent = delivery::send(ctx, target, &plan, &files, &mut record, placeholder).await;
+    if let (Some(_), Err(e)) = (record.guild_id, &sent) {
+        channel_refused::on_refusal(ctx, target, record.message_id, e).await;
+    }
     if record.notice {
         if let Err(e) = sent {
             log::warn!("telling the user the agent failed: {e}");
         }
-        return;
+        return false;
     }
+    let delivered = sent.is_ok();
     let id = record.message_id.to_string();
     let _ = delivery::settle(
         ctx,
@@ -581,6 +616,7 @@ async fn deliver_reply(ctx: &Ctx, mut record: ReplyRecord) {
         },
     )
     .await;
+    delivered
 }
 
 /// A reply record that cannot be read (a damaged disk: records are written

@@ -1,0 +1,103 @@
+//! A server channel that refuses the bot for good (403 Missing
+//! Permissions, 404 Unknown Channel: deleted, or the bot was removed):
+//! the delivery already logged it, journalled it and archived the reply
+//! (`delivery::settle`); here the owner is told, in a DM, once per channel
+//! and run, what to change. No retry: the next message there is tried as
+//! usual, and tells nobody again.
+
+use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::delivery::notify;
+use crate::bridge::report::counters::Counter;
+use crate::bridge::store::nonce::{self, Notice};
+use crate::config::channels::MAX_CHANNELS;
+use crate::recorder::FailureKind;
+use smolcord::protocol::Snowflake;
+use smolcord::rest::RestError;
+
+/// Whether `e` says the channel refuses the bot, rather than this request.
+pub(crate) fn refuses(e: &RestError) -> bool {
+    matches!(
+        e,
+        RestError::Http {
+            status: 403 | 404,
+            ..
+        }
+    )
+}
+
+/// What the owner reads about `channel` refusing with `e`.
+fn owner_text(channel: Snowflake, e: &RestError) -> String {
+    let fix = match e {
+        RestError::Http { status: 404, .. } => {
+            "the channel is gone, or the bot is no longer in its server: remove it from `channels`"
+        }
+        _ => {
+            "give the bot View Channel, Send Messages, Read Message History (and Add Reactions, Send Messages in Threads if used) there, or remove it from `channels`"
+        }
+    };
+    let mut why: String = e.to_string().chars().take(200).collect();
+    if why.chars().count() == 200 {
+        why.push('…');
+    }
+    format!(
+        "I cannot answer in <#{channel}> ({why}): {fix}. (Told once per channel until the bridge restarts.)"
+    )
+}
+
+/// The reply to `message` in server channel `channel` failed with `e`: if
+/// that says the channel refuses the bot, counts it and tells the owner
+/// (once per channel and run).
+pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake, e: &RestError) {
+    if !refuses(e) {
+        return;
+    }
+    ctx.counters.bump(Counter::ChannelRefusals);
+    let first = {
+        let mut refused = ctx.channels_refused.borrow_mut();
+        refused.len() < MAX_CHANNELS && refused.insert(channel)
+    };
+    if !first {
+        log::info!("channel {channel} refused a reply again ({e}); the owner was told already");
+        return;
+    }
+    log::warn!("channel {channel} refuses the bot ({e}); telling the owner");
+    let Some(owner) = ctx.access.borrow().owner() else {
+        log::warn!("no owner to tell that channel {channel} refuses the bot");
+        return;
+    };
+    let dm = match ctx.rest.create_dm(owner).await {
+        Ok(dm) => dm,
+        Err(e) => {
+            log::warn!("telling the owner about channel {channel}: opening the DM failed: {e}");
+            ctx.reporter.rest_failure(FailureKind::Rest, &e);
+            return;
+        }
+    };
+    let nonce = nonce::notice(message, Notice::ChannelRefused);
+    notify(ctx, dm.id, &owner_text(channel, e), &nonce).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, code: u64) -> RestError {
+        RestError::Http {
+            status,
+            code: Some(code),
+            message: "Missing Permissions".into(),
+            route: "POST /channels/{channel_id}/messages".into(),
+        }
+    }
+
+    #[test]
+    fn the_owner_reads_what_to_change() {
+        let text = owner_text(Snowflake::new(7), &http(403, 50013));
+        assert!(text.contains("<#7>"), "{text}");
+        assert!(text.contains("Send Messages"), "{text}");
+        let gone = owner_text(Snowflake::new(7), &http(404, 10003));
+        assert!(gone.contains("remove it from `channels`"), "{gone}");
+        assert!(refuses(&http(403, 50013)));
+        assert!(!refuses(&http(400, 50035)));
+    }
+}
