@@ -66,7 +66,7 @@ pub use clock::parse_http_date;
 pub use draft::MessageDraft;
 pub use emoji::{Emoji, EMOJI_MAX_BYTES};
 pub use error::RestError;
-pub use multipart::{Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
+pub use multipart::{FileSource, Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 pub use nonce::{Nonce, NONCE_MAX_CHARS};
 pub use plain::{plain_get, PlainGetError};
 pub use route::{Method, Route, Unmatched};
