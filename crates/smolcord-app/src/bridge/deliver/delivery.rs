@@ -389,20 +389,17 @@ async fn send_files(
         .map(|f| f.name.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let bytes = match files_out::read_group(group).await {
-        Ok(bytes) => bytes,
-        Err(why) => {
-            log::warn!("reading the agent's files for the reply: {why}");
-            return text_part(format!("Could not send {names}: {why}.")).await;
-        }
-    };
+    // Streamed from disk as the request is sent (never held in memory); a
+    // file swapped for a link or cut since the listing fails the upload,
+    // which is then named in its place.
     let mut draft = MessageDraft::text("");
-    for (file, data) in group.iter().zip(&bytes) {
-        draft = draft.file(Upload {
-            filename: &file.name,
-            content_type: files_out::content_type(&file.name),
-            bytes: data,
-        });
+    for file in group {
+        draft = draft.file(Upload::disk(
+            &file.name,
+            files_out::content_type(&file.name),
+            &file.path,
+            file.size,
+        ));
     }
     let error = match ctx
         .rest
@@ -422,7 +419,6 @@ async fn send_files(
         Err(e) if channel_refuses(&e) => Err(e),
         Err(e) => {
             ctx.reporter.rest_failure(FailureKind::Delivery, &e);
-            drop(bytes);
             text_part(format!("Could not upload {names} ({e}).")).await
         }
     }

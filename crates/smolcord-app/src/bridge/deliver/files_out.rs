@@ -10,11 +10,11 @@
 //! The plan is a function of the directory's listing alone (sorted by
 //! name), so a delivery resumed after a restart cuts the same messages,
 //! and each message goes under the nonce of its part: the outbox covers
-//! the files as it covers the text. A file is read (at most
-//! [`MAX_FILE_BYTES`], never through a link) only when its message goes
-//! out, on the blocking pool.
+//! the files as it covers the text. A file is streamed from disk (never
+//! through a link, never held in memory: `rest::Upload::disk`) only while
+//! its message goes out, on the blocking pool.
 
-use smolcord::offload::{self, FileKind};
+use smolcord::offload;
 use smolcord::rest::{MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 use std::path::{Path, PathBuf};
 
@@ -198,23 +198,6 @@ pub(crate) fn content_type(name: &str) -> &'static str {
         Some("mp4") => "video/mp4",
         _ => "application/octet-stream",
     }
-}
-
-/// Reads a group's files for its upload (at most [`MAX_FILE_BYTES`]
-/// each, regular files only: a file swapped for a link after the listing
-/// is refused here).
-pub(crate) async fn read_group(group: &[OutFile]) -> Result<Vec<Vec<u8>>, String> {
-    let mut bytes = Vec::with_capacity(group.len());
-    for file in group {
-        let read =
-            offload::read_capped(&file.path, MAX_FILE_BYTES as u64, FileKind::Regular, |b| b).await;
-        match read {
-            Ok(Some(data)) => bytes.push(data),
-            Ok(None) => return Err(format!("{} is gone", file.name)),
-            Err(e) => return Err(format!("{}: {e}", file.name)),
-        }
-    }
-    Ok(bytes)
 }
 
 #[cfg(test)]
