@@ -390,15 +390,17 @@ async fn accept(
     };
     let mut task = Task::new(message, transcripts, received_unix_ms);
     fetched.fill(&mut task.attachments);
+    let other_attachments = message.attachments.len() > message.audio_attachments().count();
+    if task.text.is_empty() && !other_attachments {
+        log::debug!("{what}: nothing to hand to the agent");
+        // A voice note that could not be transcribed: its download goes now.
+        ctx.files.remove(&task.id).await;
+        return Handled::Done;
+    }
     let out_dir = ctx.files.out_dir(&task.id);
     match smolcord::offload::create_dir_all(&out_dir).await {
         Ok(()) => task.output_dir = Some(out_dir.to_string_lossy().into_owned()),
         Err(e) => log::warn!("{what}: {e}; the agent gets no output directory"),
-    }
-    let other_attachments = message.attachments.len() > message.audio_attachments().count();
-    if task.text.is_empty() && !other_attachments {
-        log::debug!("{what}: nothing to hand to the agent");
-        return Handled::Done;
     }
     match ctx.config.agent_cmd.clone() {
         Some(argv) => {
