@@ -269,10 +269,22 @@ impl Bridge {
     /// markers), or a fatal shard error. Per-channel work runs on its own
     /// `LocalExecutor` inside this future. On the way out: a bounded drain
     /// (what was left is logged) and a final save of session, status,
-    /// runtime and directory state.
-    pub async fn run<S: Into<StopReason>>(
+    /// runtime and directory state. A `stop` is a requested stop: see
+    /// [`Bridge::run_until`] for one that says the run failed.
+    pub async fn run(self, stop: impl Future<Output = ()>) -> Result<BridgeOutcome, BridgeError> {
+        self.run_until(async {
+            stop.await;
+            StopReason::Requested
+        })
+        .await
+    }
+
+    /// [`Bridge::run`], with `stop` saying why it ended the run: a
+    /// [`StopReason::Failed`] stop (a refused token) is not a clean stop, so
+    /// the restart-failure counter keeps the start.
+    pub async fn run_until(
         self,
-        stop: impl Future<Output = S>,
+        stop: impl Future<Output = StopReason>,
     ) -> Result<BridgeOutcome, BridgeError> {
         let ex: Rc<LocalExecutor<'static>> = Rc::new(LocalExecutor::new());
         let state_dir = self.config.state_dir.clone();

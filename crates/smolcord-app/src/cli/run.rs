@@ -268,10 +268,13 @@ where
     let ex = LocalExecutor::new();
     ex.run(async {
         let driver = ex.spawn(loopwatch::watch("gateway", shards.run()));
-        let outcome = future::or(loopwatch::watch("bridge", bridge.run(stop)), async {
-            signals.await;
-            future::pending().await
-        })
+        let outcome = future::or(
+            loopwatch::watch("bridge", bridge.run_until(async { stop.await.into() })),
+            async {
+                signals.await;
+                future::pending().await
+            },
+        )
         .await;
         handle.shutdown();
         let stopped = future::or(async { Some(driver.await) }, async {

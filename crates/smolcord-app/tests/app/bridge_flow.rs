@@ -96,8 +96,14 @@ fn transcription_timeout_is_reported_and_blocks_no_other_channel() {
             "the other channel waited for the transcription: {other_done:?}"
         );
         assert!(notice_at >= Duration::from_secs(2), "{notice_at:?}");
-        // Nothing was handed to the agent for the failed voice note.
+        // Nothing was handed to the agent for the failed voice note, and
+        // its download is gone with it.
         assert_eq!(line_count(&calls), 1);
+        let dir = rig.path(&format!("files/{}", note.message_id));
+        wait_until("the voice note's download removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
         let counters = bridge.counters.clone();
         // Stopping drains: the counters are final.
         let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;

@@ -28,7 +28,7 @@ fn png() -> Vec<u8> {
 /// then answers "got N".
 fn saving_agent(save: &Path) -> Vec<String> {
     sh(&format!(
-        "cat > '{0}/task.json'; n=0; for f in \"$SMOLCORD_INPUT_DIR\"/*; do cp \"$f\" '{0}/'; n=$((n+1)); done; echo got $n",
+        "cat > '{0}/task.json'; n=0; if [ -n \"$SMOLCORD_INPUT_DIR\" ]; then for f in \"$SMOLCORD_INPUT_DIR\"/*; do cp \"$f\" '{0}/'; n=$((n+1)); done; fi; echo got $n",
         save.display()
     ))
 }
@@ -193,5 +193,46 @@ fn a_spool_task_keeps_its_files_until_its_result_is_delivered() {
         .await;
         bridge.stop().await;
         let _ = Snowflake::new(0);
+    });
+}
+
+#[test]
+fn an_attachment_url_off_discords_cdn_is_not_fetched() {
+    let rig = Rig::new();
+    let save = tempfile::tempdir().unwrap();
+    run(Duration::from_secs(40), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(saving_agent(save.path()));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        // A message whose attachment points somewhere else (a cloud's
+        // metadata service): data a message carries, not a place to go.
+        let channel = rig.sim.dm_channel_of(ALICE);
+        rig.sim.dispatch(
+            "MESSAGE_CREATE",
+            serde_json::json!({
+                "id": "1300000000000000777",
+                "channel_id": channel.to_string(),
+                "author": {"id": ALICE.to_string(), "username": "alice"},
+                "content": "look",
+                "attachments": [{
+                    "id": "1300000000000000778",
+                    "filename": "meta.txt",
+                    "content_type": "text/plain",
+                    "size": 10,
+                    "url": "http://169.254.169.254/latest/meta-data",
+                }],
+            }),
+        );
+        let reply = rig.message_containing(channel, "got ", T).await;
+        assert_eq!(reply.content.trim(), "got 0");
+        let task = task(save.path());
+        assert_eq!(
+            task["attachments"][0]["left_out"],
+            "it is not on Discord's CDN"
+        );
+        rig.message_containing(channel, "meta.txt (it is not on Discord's CDN)", T)
+            .await;
+        bridge.stop().await;
     });
 }

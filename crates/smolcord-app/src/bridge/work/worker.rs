@@ -419,11 +419,6 @@ async fn accept(
     };
     let mut task = Task::new(message, transcripts, received_unix_ms);
     fetched.fill(&mut task.attachments);
-    let out_dir = ctx.files.out_dir(&task.id);
-    match smolcord::offload::create_dir_all(&out_dir).await {
-        Ok(()) => task.output_dir = Some(out_dir.to_string_lossy().into_owned()),
-        Err(e) => log::warn!("{what}: {e}; the agent gets no output directory"),
-    }
     if !message.is_direct() {
         // The mention only addressed the bot; `content` keeps it.
         let content = channel_gate::without_mention(&message.content, ctx.bot_user());
@@ -439,7 +434,14 @@ async fn accept(
             // without MESSAGE_CONTENT.
             log::info!("{what}: a reply to the bot with no text: without MESSAGE_CONTENT Discord sends the text only of messages that mention the bot (a reply's ping counts); nothing to answer");
         }
+        // A voice note that could not be transcribed: its download goes now.
+        ctx.files.remove(&task.id).await;
         return Handled::Done;
+    }
+    let out_dir = ctx.files.out_dir(&task.id);
+    match smolcord::offload::create_dir_all(&out_dir).await {
+        Ok(()) => task.output_dir = Some(out_dir.to_string_lossy().into_owned()),
+        Err(e) => log::warn!("{what}: {e}; the agent gets no output directory"),
     }
     reaction::react(ctx, message.channel_id, message.id, Stage::Taken);
     task.thread_id = thread::open_for(ctx, message, &task.text).await;
