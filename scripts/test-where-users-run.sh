@@ -10,7 +10,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-tests=(--no-fail-fast --test packaging_env --test packaging_run)
+tests=(--no-fail-fast -p smolcord-app --test app packaging_)
 if [[ "${1:-}" == "--all" ]]; then tests=(--no-fail-fast); fi
 failed=0
 user=smolcord-tester

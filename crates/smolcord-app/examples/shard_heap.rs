@@ -49,7 +49,7 @@ static ALLOCATOR: Counting = Counting;
 
 /// The child: shards `range` until each is READY and two ACKs per shard
 /// came; prints the live heap bytes then.
-fn child(range: &str) -> Result<(), String> {
+fn child(range: &str) -> Result<(), Box<dyn std::error::Error>> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
     let token = Token::new(&env("DISCORD_TOKEN")?).ok_or("DISCORD_TOKEN is blank")?;
     let rest = RestClient::new(&env("SMOLCORD_API_BASE")?, token.clone());
@@ -109,7 +109,7 @@ fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, range] = args.as_slice() {
         if flag == "--child" {
-            return child(range);
+            return child(range).map_err(|e| e.to_string());
         }
     }
     let number = |i: usize, default: u32| args.get(i).map_or(Ok(default), |v| v.parse());

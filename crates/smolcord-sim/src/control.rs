@@ -107,7 +107,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         ("POST", "/identify") => {
             let current = shared.lock().pacing;
             let pacing = current.updated(&body(request)?).map_err(bad)?;
-            shared.set_pacing(pacing).map_err(bad)?;
+            shared.set_pacing(pacing).map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!(pacing))
         }
         ("POST", "/dm") => dm(shared, &body(request)?)?,
@@ -123,7 +123,9 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             if body.get("reply_to").is_some_and(|v| !v.is_null()) {
                 post.reply_to = Some(Snowflake::new(id_field(&body, "reply_to")?));
             }
-            let id = shared.post_in_channel(&post).map_err(bad)?;
+            let id = shared
+                .post_in_channel(&post)
+                .map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!({"message_id": id}))
         }
         ("POST", "/channel-permission") => {
@@ -132,7 +134,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let allowed = bool_field(&body, "send_messages", true)?;
             shared
                 .set_send_permission(Snowflake::new(channel), allowed)
-                .map_err(bad)?;
+                .map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!({"send_messages": allowed}))
         }
         ("GET", "/stats") => {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 /// Something that happened in the simulator. `conn` is the connection
 /// number (as in [`ConnStats::id`](super::ConnStats::id)).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum SimEvent {
     /// A websocket connection was accepted.
     Connected {

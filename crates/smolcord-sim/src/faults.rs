@@ -9,6 +9,7 @@ use std::time::Duration;
 /// to every live connection at that moment (connections opened later are
 /// not affected) and returns how many it reached.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Fault {
     /// Withhold the ACKs of the next n heartbeats (a zombie connection).
     DropAcks(u32),
@@ -64,6 +65,7 @@ pub const FLOOD_USER_ID: u64 = 990_000_000_000_000_001;
 
 /// What a faulty REST answer looks like.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum RestFaultKind {
     /// 429 with `retry_after` seconds, as Discord sends it: `Retry-After`,
     /// `Via`, the JSON body `{"message", "retry_after", "global"}`; not
@@ -109,6 +111,7 @@ pub enum RestFaultKind {
 
 /// Which uploads a [`RestFaultKind::RefuseUpload`] refuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UploadScope {
     /// Those whose `payload_json` carries the `attachments` array (the
     /// metadata Discord documents as optional).

@@ -10,12 +10,13 @@ use super::events::SimEvent;
 use super::faults::Fault;
 use super::http::{HttpConn, Request, Response};
 use super::identify::{handle_identify, handle_resume, lenient_since};
+use super::members;
+use super::payload_checks::{self, Refusal};
 use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
 use super::stats::ConnEnd;
 use super::tls::SimStream;
 use super::zlib::{compress_payload, ZlibStream};
 use super::zstd::ZstdStream;
-use super::{members, payload_checks};
 use async_net::TcpStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::CloseFrame;
@@ -78,7 +79,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, mut http: HttpConn, request: Requ
 /// How the query string asks to be served.
 struct Params {
     /// Close code and reason if the parameters are refused.
-    refusal: Option<(u16, String)>,
+    refusal: Option<Refusal>,
     /// The `compress` value served (`zlib-stream`, `zstd-stream`), if any.
     compression: Option<&'static str>,
 }
@@ -92,7 +93,7 @@ fn read_params(request: &Request) -> Params {
         None | Some("9" | "10") => {}
         Some(other) => {
             refusal = Some((
-                4012,
+                CloseCode::INVALID_API_VERSION,
                 format!("API version `{other}` is not served (use 10)"),
             ))
         }
@@ -101,7 +102,7 @@ fn read_params(request: &Request) -> Params {
         None | Some("json") => {}
         Some(other) => {
             refusal = refusal.or(Some((
-                4002,
+                CloseCode::DECODE_ERROR,
                 format!("encoding `{other}` is not supported by the simulator (use json)"),
             )))
         }
@@ -479,7 +480,7 @@ impl Reader {
 
     /// Closes with `code`; the session survives only codes a client may
     /// resume after (as `CloseCode::action` classifies them).
-    pub(crate) fn close(&mut self, code: u16, reason: &str) {
+    pub(crate) fn close(&mut self, code: CloseCode, reason: &str) {
         if self.closing_until.is_some() {
             return;
         }
@@ -489,20 +490,20 @@ impl Reader {
         self.end = Some(ConnEnd::ServerClose);
         let mut state = self.shared.lock();
         if let Some(entry) = state.conns.get(&self.id) {
-            entry.send_close(code, &close_reason(reason));
+            entry.send_close(code.0, &close_reason(reason));
         }
-        let ends_session = CloseCode(code).action() != smolcord::protocol::CloseAction::Resume;
+        let ends_session = code.action() != smolcord::protocol::CloseAction::Resume;
         Self::release_session(&mut self.session, self.id, &mut state, ends_session, now);
-        if code == 4009 {
+        if code == CloseCode::SESSION_TIMED_OUT {
             state.stats.totals.heartbeat_timeouts += 1;
         }
         if let Some(stats) = state.stats.conn(self.id) {
-            stats.server_close_code = Some(code);
+            stats.server_close_code = Some(code.0);
         }
         state.stats.end(self.id, ConnEnd::ServerClose, now);
         state.emit(SimEvent::ClosedByServer {
             conn: self.id,
-            code: Some(code),
+            code: Some(code.0),
         });
     }
 
@@ -573,7 +574,7 @@ impl Reader {
                         if now >= due {
                             let waited = now.saturating_duration_since(self.deadline_base);
                             self.close(
-                                4009,
+                                CloseCode::SESSION_TIMED_OUT,
                                 &format!("no heartbeat for {} ms", waited.as_millis()),
                             );
                             continue;
@@ -617,7 +618,7 @@ impl Reader {
                     log::debug!("sim: connection {} read error: {err}", self.id);
                     match err {
                         WsError::Capacity(_) if self.closing_until.is_none() => {
-                            self.close(4002, "message too large")
+                            self.close(CloseCode::DECODE_ERROR, "message too large")
                         }
                         _ => return,
                     }
@@ -634,7 +635,7 @@ impl Reader {
         }
         match fault {
             Fault::DropAcks(n) => self.drop_acks = n,
-            Fault::Close(code) => self.close(code, CloseCode(code).description()),
+            Fault::Close(code) => self.close(CloseCode(code), CloseCode(code).description()),
             Fault::DropTcp => {
                 self.drop_tcp();
                 return true;
@@ -726,11 +727,11 @@ impl Reader {
         }
     }
 
-    fn on_command(&mut self, bytes: &[u8]) -> Result<(), (u16, String)> {
+    fn on_command(&mut self, bytes: &[u8]) -> Result<(), Refusal> {
         let now = Instant::now();
         if bytes.len() > MAX_PAYLOAD_BYTES {
             return Err((
-                4002,
+                CloseCode::DECODE_ERROR,
                 format!(
                     "payload of {} bytes; the limit is {MAX_PAYLOAD_BYTES}",
                     bytes.len()
@@ -749,11 +750,12 @@ impl Reader {
         let limit = self.shared.config.command_limit as usize;
         if self.recent.len() > limit {
             return Err((
-                4008,
+                CloseCode::RATE_LIMITED,
                 format!("more than {limit} commands in {} s", window.as_secs()),
             ));
         }
-        let frame = Frame::decode(bytes).map_err(|err| (4002, err.to_string()))?;
+        let frame =
+            Frame::decode(bytes).map_err(|err| (CloseCode::DECODE_ERROR, err.to_string()))?;
         {
             let token = self.shared.config.token.clone();
             let raw = token.redact(&String::from_utf8_lossy(bytes));
@@ -767,7 +769,7 @@ impl Reader {
             Some(op) if op.is_client_command() => op,
             _ => {
                 return Err((
-                    4001,
+                    CloseCode::UNKNOWN_OPCODE,
                     format!("unknown opcode {} for a client", frame.raw_opcode()),
                 ))
             }
@@ -777,37 +779,60 @@ impl Reader {
             OpCode::Identify => handle_identify(self, &frame),
             OpCode::Resume => handle_resume(self, &frame),
             _ if self.session.is_none() => Err((
-                4003,
+                CloseCode::NOT_AUTHENTICATED,
                 format!("opcode {} before Identify", frame.raw_opcode()),
             )),
             OpCode::PresenceUpdate => {
-                let mut d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
-                payload_checks::presence(&d)
-                    .map_err(|err| (4001, format!("bad payload for opcode 3: {err}")))?;
+                let mut d: Value = frame
+                    .data()
+                    .map_err(|err| (CloseCode::UNKNOWN_OPCODE, err.to_string()))?;
+                payload_checks::presence(&d).map_err(|err| {
+                    (
+                        CloseCode::UNKNOWN_OPCODE,
+                        format!("bad payload for opcode 3: {err}"),
+                    )
+                })?;
                 lenient_since(&mut d);
                 serde_json::from_value::<smolcord::protocol::PresenceUpdate>(d)
                     .map(|_| ())
-                    .map_err(|err| (4001, format!("bad payload for opcode 3: {err}")))
+                    .map_err(|err| {
+                        (
+                            CloseCode::UNKNOWN_OPCODE,
+                            format!("bad payload for opcode 3: {err}"),
+                        )
+                    })
             }
             OpCode::RequestGuildMembers => members::handle(self, &frame),
             OpCode::VoiceStateUpdate => {
-                let d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
-                payload_checks::voice_state(&d)
-                    .map_err(|err| (4001, format!("bad payload for opcode 4: {err}")))
+                let d: Value = frame
+                    .data()
+                    .map_err(|err| (CloseCode::UNKNOWN_OPCODE, err.to_string()))?;
+                payload_checks::voice_state(&d).map_err(|err| {
+                    (
+                        CloseCode::UNKNOWN_OPCODE,
+                        format!("bad payload for opcode 4: {err}"),
+                    )
+                })
             }
             OpCode::RequestSoundboardSounds => {
-                let d: Value = frame.data().map_err(|err| (4001, err.to_string()))?;
-                payload_checks::soundboard(&d)
-                    .map_err(|err| (4001, format!("bad payload for opcode 31: {err}")))
+                let d: Value = frame
+                    .data()
+                    .map_err(|err| (CloseCode::UNKNOWN_OPCODE, err.to_string()))?;
+                payload_checks::soundboard(&d).map_err(|err| {
+                    (
+                        CloseCode::UNKNOWN_OPCODE,
+                        format!("bad payload for opcode 31: {err}"),
+                    )
+                })
             }
             _ => Ok(()),
         }
     }
 
-    fn on_heartbeat(&mut self, frame: &Frame, now: Instant) -> Result<(), (u16, String)> {
+    fn on_heartbeat(&mut self, frame: &Frame, now: Instant) -> Result<(), Refusal> {
         let d: Option<u64> = frame.data().map_err(|_| {
             (
-                4001,
+                CloseCode::UNKNOWN_OPCODE,
                 "heartbeat `d` must be a sequence number or null".to_owned(),
             )
         })?;

@@ -8,10 +8,10 @@ use super::objects;
 use super::session::{ReplayError, Session};
 use super::state::{ConnCmd, Out};
 use serde_json::{json, Value};
-use smolcord::protocol::{shard_for_guild, Frame, Identify, Intents, Resume};
+use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Identify, Intents, Resume};
 use std::time::Instant;
 
-type Refusal = (u16, String);
+use super::payload_checks::Refusal;
 
 /// Discord documents the Identify/Resume token as the raw token; the "Bot "
 /// prefix belongs to the HTTP header. In practice the gateway accepts a
@@ -39,7 +39,12 @@ pub(crate) fn lenient_since(presence: &mut Value) {
 /// Decodes Identify, accepting the deprecated `$os`/`$browser`/`$device`
 /// property names Discord still takes and a `since` Discord tolerates.
 fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
-    let bad = |err: String| (4001, format!("invalid Identify: {err}"));
+    let bad = |err: String| {
+        (
+            CloseCode::UNKNOWN_OPCODE,
+            format!("invalid Identify: {err}"),
+        )
+    };
     let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
     super::payload_checks::identify_extras(&d).map_err(bad)?;
     if let Some(presence) = d.get_mut("presence") {
@@ -65,25 +70,37 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
         }
     }
     if reader.session.is_some() {
-        return Err((4005, "already authenticated".into()));
+        return Err((
+            CloseCode::ALREADY_AUTHENTICATED,
+            "already authenticated".into(),
+        ));
     }
     let identify = decode_identify(frame)?;
     if !token_ok(reader, &identify.token) {
-        return Err((4004, "authentication failed".into()));
+        return Err((
+            CloseCode::AUTHENTICATION_FAILED,
+            "authentication failed".into(),
+        ));
     }
     let config = &reader.shared.config;
     let [shard_id, shard_count] = identify.shard.unwrap_or([0, 1]);
     if shard_count == 0 || shard_id >= shard_count || config.refused_shards.contains(&shard_id) {
-        return Err((4010, format!("invalid shard [{shard_id}, {shard_count}]")));
+        return Err((
+            CloseCode::INVALID_SHARD,
+            format!("invalid shard [{shard_id}, {shard_count}]"),
+        ));
     }
     if let Some(required) = config.required_shards {
         if shard_count != required {
-            return Err((4011, format!("sharding required: {required} shards")));
+            return Err((
+                CloseCode::SHARDING_REQUIRED,
+                format!("sharding required: {required} shards"),
+            ));
         }
     }
     if identify.intents.unknown_bits() != 0 {
         return Err((
-            4013,
+            CloseCode::INVALID_INTENTS,
             format!(
                 "invalid intents: unknown bits {:#x}",
                 identify.intents.unknown_bits()
@@ -94,7 +111,10 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
         identify.intents.privileged_part().bits() & !config.enabled_privileged_intents.bits(),
     );
     if refused != Intents::empty() {
-        return Err((4014, format!("disallowed intents: {refused:?}")));
+        return Err((
+            CloseCode::DISALLOWED_INTENTS,
+            format!("disallowed intents: {refused:?}"),
+        ));
     }
     let now = Instant::now();
     let mut state = reader.shared.lock();
@@ -224,13 +244,19 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
 
 pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
     if reader.session.is_some() {
-        return Err((4005, "already authenticated".into()));
+        return Err((
+            CloseCode::ALREADY_AUTHENTICATED,
+            "already authenticated".into(),
+        ));
     }
     let resume: Resume = frame
         .data()
-        .map_err(|err| (4001, format!("invalid Resume: {err}")))?;
+        .map_err(|err| (CloseCode::UNKNOWN_OPCODE, format!("invalid Resume: {err}")))?;
     if !token_ok(reader, &resume.token) {
-        return Err((4004, "authentication failed".into()));
+        return Err((
+            CloseCode::AUTHENTICATION_FAILED,
+            "authentication failed".into(),
+        ));
     }
     let now = Instant::now();
     let mut state = reader.shared.lock();
@@ -254,7 +280,7 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
             // Attach so the close ends the session (4007 needs a new one).
             reader.session = Some(resume.session_id.clone());
             return Err((
-                4007,
+                CloseCode::INVALID_SEQ,
                 format!("invalid seq {}: the session is at {have}", resume.seq),
             ));
         }

@@ -4,6 +4,7 @@
 
 use super::config::SimGuild;
 use super::objects::{self, MessagePlace};
+use super::sim_error::SimError;
 use super::state::{ChannelInfo, Shared, StoredFile};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -168,7 +169,7 @@ impl Shared {
         author_id: u64,
         author_name: &str,
         content: &str,
-    ) -> Result<Snowflake, String> {
+    ) -> Result<Snowflake, SimError> {
         self.post_in_channel(&ChannelPost::new(
             channel_id,
             author_id,
@@ -179,7 +180,7 @@ impl Shared {
 
     /// A user's message in a guild channel, mentioning the bot and
     /// replying as `post` says (see [`ChannelPost`]).
-    pub(crate) fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, String> {
+    pub(crate) fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, SimError> {
         let mut state = self.lock();
         let channel_id = post.channel_id.get();
         let guild_id = state
@@ -187,7 +188,7 @@ impl Shared {
             .channels
             .get(&channel_id)
             .and_then(|c| c.guild_id)
-            .ok_or_else(|| format!("channel {} is not a known guild channel", post.channel_id))?;
+            .ok_or(SimError::UnknownChannel(post.channel_id))?;
         let referenced = match post.reply_to {
             Some(answered) => Some(
                 state
@@ -195,8 +196,9 @@ impl Shared {
                     .history
                     .get(channel_id, answered.get())
                     .map(|m| m.object.clone())
-                    .ok_or_else(|| {
-                        format!("message {answered} is not in channel {}", post.channel_id)
+                    .ok_or(SimError::UnknownMessage {
+                        channel: post.channel_id,
+                        message: answered,
                     })?,
             ),
             None => None,
@@ -264,14 +266,14 @@ impl Shared {
         &self,
         guild_id: Snowflake,
         name: &str,
-    ) -> Result<Snowflake, String> {
+    ) -> Result<Snowflake, SimError> {
         let mut state = self.lock();
         let guild = state
             .dir
             .guilds
             .iter_mut()
             .find(|g| g.id == guild_id)
-            .ok_or_else(|| format!("guild {guild_id} is not known"))?;
+            .ok_or(SimError::UnknownGuild(guild_id))?;
         let position = guild.channels.len();
         let id = Snowflake::new(state.ids.next());
         if let Some(guild) = state.dir.guilds.iter_mut().find(|g| g.id == guild_id) {
@@ -306,7 +308,7 @@ impl Shared {
             .get(&channel_id.get())
             .cloned()
             .filter(|c| c.guild_id.is_some())
-            .ok_or_else(|| format!("channel {channel_id} is not a known guild channel"))?;
+            .ok_or_else(|| SimError::UnknownChannel(channel_id).to_string())?;
         let guild_id = info.guild_id.unwrap_or_default();
         let guild = state.dir.guilds.iter_mut().find(|g| g.id.get() == guild_id);
         let position = guild
@@ -343,7 +345,7 @@ impl Shared {
         &self,
         channel_id: Snowflake,
         allowed: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), SimError> {
         let mut state = self.lock();
         let known = state
             .dir
@@ -351,7 +353,7 @@ impl Shared {
             .get(&channel_id.get())
             .is_some_and(|c| c.guild_id.is_some());
         if !known {
-            return Err(format!("channel {channel_id} is not a known guild channel"));
+            return Err(SimError::UnknownChannel(channel_id));
         }
         if allowed {
             state.dir.send_denied.remove(&channel_id.get());

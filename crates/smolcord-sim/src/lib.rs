@@ -160,7 +160,7 @@
 //!   messages there ([`BotMessage`]).
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
-#![warn(missing_docs)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 mod bot_token;
 mod clock;
@@ -189,6 +189,7 @@ mod replies;
 mod rest;
 mod server;
 mod session;
+mod sim_error;
 mod state;
 mod stats;
 mod threads;
@@ -205,6 +206,7 @@ pub use members::MAX_GUILD_MEMBERS;
 pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
+pub use sim_error::SimError;
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use tls::SimTls;
 pub use zlib::SYNC_FLUSH_SUFFIX;
@@ -223,6 +225,14 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct Simulator {
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("gateway_url", &self.gateway_url())
+            .finish_non_exhaustive()
+    }
 }
 
 struct Inner {
@@ -348,7 +358,7 @@ impl Simulator {
     /// Changes identify pacing from now on (what `POST /control/identify`
     /// does); the error names a field out of range. A new
     /// `max_concurrency` starts every bucket afresh.
-    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), String> {
+    pub fn set_identify_pacing(&self, pacing: IdentifyPacing) -> Result<(), SimError> {
         self.shared().set_pacing(pacing)
     }
 
@@ -405,7 +415,7 @@ impl Simulator {
         author_id: u64,
         author_name: &str,
         content: &str,
-    ) -> Result<Snowflake, String> {
+    ) -> Result<Snowflake, SimError> {
         self.shared()
             .send_guild_message(channel_id, author_id, author_name, content)
     }
@@ -413,7 +423,7 @@ impl Simulator {
     /// A user's message in a guild channel: with a mention of the bot, as
     /// a reply, or both ([`ChannelPost`]). The error names an unknown
     /// channel, or a replied-to message not in it.
-    pub fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, String> {
+    pub fn post_in_channel(&self, post: &ChannelPost) -> Result<Snowflake, SimError> {
         self.shared().post_in_channel(post)
     }
 
@@ -421,7 +431,11 @@ impl Simulator {
     /// guild channel: without it, posting and typing there answer 403 50013
     /// Missing Permissions, as Discord does. The error names an unknown
     /// channel.
-    pub fn set_send_permission(&self, channel_id: Snowflake, allowed: bool) -> Result<(), String> {
+    pub fn set_send_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
         self.shared().set_send_permission(channel_id, allowed)
     }
 
@@ -431,7 +445,7 @@ impl Simulator {
     }
 
     /// Creates a text channel in a known guild (CHANNEL_CREATE).
-    pub fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, String> {
+    pub fn create_channel(&self, guild_id: Snowflake, name: &str) -> Result<Snowflake, SimError> {
         self.shared().create_channel(guild_id, name)
     }
 

@@ -22,10 +22,10 @@ use super::gateway::Reader;
 use super::objects;
 use super::payload_checks::snowflake;
 use serde_json::{json, Map, Value};
-use smolcord::protocol::{shard_for_guild, Frame, Intents, Snowflake};
+use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Intents, Snowflake};
 use std::time::Instant;
 
-type Refusal = (u16, String);
+use super::payload_checks::Refusal;
 
 /// Members per GUILD_MEMBERS_CHUNK.
 pub(crate) const CHUNK_SIZE: usize = 1000;
@@ -60,7 +60,7 @@ impl MemberRequest {
 
 fn bad(message: impl Into<String>) -> Refusal {
     (
-        4001,
+        CloseCode::UNKNOWN_OPCODE,
         format!("invalid Request Guild Members: {}", message.into()),
     )
 }
@@ -308,7 +308,7 @@ mod tests {
 
     fn request(d: Value) -> Result<MemberRequest, String> {
         parse(&d).map_err(|(code, reason)| {
-            assert_eq!(code, 4001);
+            assert_eq!(code, CloseCode::UNKNOWN_OPCODE);
             reason
         })
     }

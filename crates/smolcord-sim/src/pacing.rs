@@ -7,6 +7,7 @@
 //! API with `POST /control/identify`.
 
 use super::config::SimConfig;
+use super::sim_error::SimError;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -40,18 +41,20 @@ impl IdentifyPacing {
     }
 
     /// Checks the ranges; the error names the field.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SimError> {
         if !(1..=MAX_CONCURRENCY).contains(&self.max_concurrency) {
-            return Err(format!(
-                "max_concurrency must be 1 to {MAX_CONCURRENCY}, not {}",
-                self.max_concurrency
-            ));
+            return Err(SimError::OutOfRange {
+                field: "max_concurrency",
+                value: u64::from(self.max_concurrency),
+                max: u64::from(MAX_CONCURRENCY),
+            });
         }
         if !(1..=MAX_SHARDS).contains(&self.shards) {
-            return Err(format!(
-                "shards must be 1 to {MAX_SHARDS}, not {}",
-                self.shards
-            ));
+            return Err(SimError::OutOfRange {
+                field: "shards",
+                value: u64::from(self.shards),
+                max: u64::from(MAX_SHARDS),
+            });
         }
         Ok(())
     }
@@ -79,7 +82,7 @@ impl IdentifyPacing {
         if let Some(n) = count("shards")? {
             self.shards = n;
         }
-        self.check()?;
+        self.check().map_err(|e| e.to_string())?;
         Ok(self)
     }
 }

@@ -4,6 +4,9 @@
 //! (the decisions are listed in the module doc of [`crate`]).
 //! Each check returns the reason, for the close frame.
 
+/// A command refused: the close code and the reason sent with it.
+pub(crate) type Refusal = (smolcord::protocol::CloseCode, String);
+
 use serde_json::{Map, Value};
 
 /// Presence statuses a client may set (op 3, Identify `presence`).

@@ -234,7 +234,10 @@ impl Shared {
             .count()
     }
 
-    pub(crate) fn set_pacing(&self, pacing: super::pacing::IdentifyPacing) -> Result<(), String> {
+    pub(crate) fn set_pacing(
+        &self,
+        pacing: super::pacing::IdentifyPacing,
+    ) -> Result<(), super::sim_error::SimError> {
         pacing.check()?;
         let mut state = self.lock();
         if pacing.max_concurrency != state.pacing.max_concurrency {

@@ -82,6 +82,7 @@ pub struct Totals {
 /// How a connection ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ConnEnd {
     /// The client sent a close frame (`client_close_code`).
     ClientClose,

@@ -78,13 +78,14 @@ async fn run() -> Result<(), String> {
         .and_then(|t| Token::new(&t))
         .ok_or("set DISCORD_TOKEN")?;
     let api_base = env("SMOLCORD_API_BASE").unwrap_or("https://discord.com/api/v10".into());
-    let range = ShardRange::parse(&env("SMOLCORD_SHARDS").unwrap_or("auto".into()))?;
+    let range = ShardRange::parse(&env("SMOLCORD_SHARDS").unwrap_or("auto".into()))
+        .map_err(|e| format!("SMOLCORD_SHARDS: {e}"))?;
     let rest = RestClient::new(&api_base, token.clone());
 
     // GET /gateway/bot: the gateway URL, the recommended shard count and
     // the identify budget (max_concurrency, remaining).
     let bot = rest.gateway_bot().await.map_err(|e| e.to_string())?;
-    let (ids, count) = range.resolve(bot.shards)?;
+    let (ids, count) = range.resolve(bot.shards).map_err(|e| e.to_string())?;
 
     let mut intents = Intents::DIRECT_MESSAGES | Intents::GUILD_MESSAGES;
     if env("SMOLCORD_BOT_MESSAGE_CONTENT").is_some() {
@@ -117,7 +118,8 @@ async fn run() -> Result<(), String> {
     log::info!("running shards {ids:?} of {count}");
     let (set, handle) = ShardSet::new(config, ids, count, |id| {
         saved.get(&id).cloned().unwrap_or_default()
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     let ex = smol::LocalExecutor::new();
     ex.run(async {
         let shards = ex.spawn(set.run());

@@ -19,7 +19,7 @@
 //! | [`protocol`] | the gateway v10 wire model: frames, opcodes, commands, events, close codes, intents (no I/O) |
 //! | [`shard`] | one gateway session that stays online ([`shard::Shard`]), and sets of shards on one thread ([`shard::ShardSet`]); identify queues |
 //! | [`heartbeat`] | the fixed-deadline heartbeat schedule and its account book |
-//! | [`transport`] | one WebSocket connection, `ws://` or `wss://`, zlib-stream |
+//! | [`transport`] | one WebSocket connection, `ws://` or `wss://`, zlib-stream and zstd-stream (features `zlib`, `zstd`) |
 //! | [`rest`] | the REST calls a bot needs, with Discord's rate limits |
 //! | [`token`] | the token, wrapped so it cannot leak |
 //! | [`rt`] | the single-threaded runtime (`rt::block_on`); the library also runs on any smol executor |
@@ -27,12 +27,29 @@
 //! | [`offload`] | the only place that may block: the blocking pool, fsync'd writes, subprocesses (REST and the CA file use it) |
 //! | [`loopwatch`] | names the task that stalled the event loop (the shard reports to it) |
 //!
-//! `crates/smolcord/examples/bot.rs` is a complete bot written only against these, and
+//! # Use it
+//!
+//! ```toml
+//! [dependencies]
+//! smolcord = { git = "https://github.com/smolcord/smolcord", default-features = false, features = ["zlib"] }
+//! smol = "2"
+//! [dev-dependencies]
+//! smolcord-sim = { git = "https://github.com/smolcord/smolcord" } # to test against
+//! ```
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `zlib` | yes | zlib-stream transport compression (pure Rust) |
+//! | `zstd` | yes | zstd-stream transport compression (the C zstd library) |
+//! | `tls12` | no | TLS 1.2 besides 1.3 |
+//!
+//! The crate's README has a complete bot;
+//! `crates/smolcord/examples/bot.rs` is a bigger one written only against these, and
 //! `docs/protocol.md` walks through a session frame by frame.
 //!
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
-#![warn(missing_docs)]
+#![warn(missing_docs, missing_debug_implementations)]
 
 // The gateway library.
 pub mod heartbeat;

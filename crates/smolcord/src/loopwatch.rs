@@ -101,6 +101,14 @@ pub struct Watched<F> {
     inner: Pin<Box<F>>,
 }
 
+impl<F> std::fmt::Debug for Watched<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watched")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Wraps `future` so every poll longer than the threshold is logged and
 /// counted under `name`.
 pub fn watch<F: Future>(name: &'static str, future: F) -> Watched<F> {

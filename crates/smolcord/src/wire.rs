@@ -46,6 +46,7 @@ static NEXT_CLIENT_CONN: AtomicU64 = AtomicU64::new(1);
 
 /// Which way a frame went, seen from the side that traces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Direction {
     /// Received (`<-`).
     In,

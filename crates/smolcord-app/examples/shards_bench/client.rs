@@ -19,7 +19,9 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
     let env = |name: &str| std::env::var(name).map_err(|_| format!("set {name}"));
     let token = Token::new(&env("DISCORD_TOKEN")?).ok_or("DISCORD_TOKEN is blank")?;
     let rest = RestClient::new(&env("SMOLCORD_API_BASE")?, token.clone());
-    let (ids, count) = ShardRange::parse(range)?.resolve(1)?;
+    let (ids, count) = ShardRange::parse(range)
+        .and_then(|range| range.resolve(1))
+        .map_err(|e| e.to_string())?;
 
     let mut config = ShardConfig::new(
         token,
@@ -29,7 +31,8 @@ pub fn run(range: &str, identify_window: Duration) -> Result<(), String> {
     config.identify_window = identify_window;
     config.gateway_info = Some(smolcord::shard::gateway_info_from(&rest));
 
-    let (set, handle) = ShardSet::new(config, ids, count, |_| Default::default())?;
+    let (set, handle) =
+        ShardSet::new(config, ids, count, |_| Default::default()).map_err(|e| e.to_string())?;
     let ex = smol::LocalExecutor::new();
     let work = ex.run(async {
         let shards = ex.spawn(set.run());

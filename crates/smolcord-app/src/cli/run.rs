@@ -235,7 +235,8 @@ where
     let mut states = bridge::load_session_states(&config.state_dir, ids.clone(), count).await;
     let (shards, handle) = ShardSet::new(shard_config, ids, count, |id| {
         states.remove(&id).unwrap_or_default()
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     let state_dir = config.state_dir.clone();
 
     let mut recorder_config = RecorderConfig::in_state_dir(&config.state_dir);
@@ -298,9 +299,9 @@ async fn shard_ids(
                 })?
                 .shards
         }
-        ShardRange::Range { .. } => 0,
+        _ => 0,
     };
-    range.resolve(recommended)
+    range.resolve(recommended).map_err(|e| e.to_string())
 }
 
 /// The last `status.json`, written once the gateway closed (the bridge's

@@ -461,8 +461,7 @@ fn port_in_use_is_a_clear_error() {
         listen: sim.local_addr(),
         ..SimConfig::default()
     })
-    .err()
-    .expect("second bind fails");
+    .expect_err("second bind fails");
     let text = err.to_string();
     assert!(text.contains(&sim.local_addr().to_string()), "{text}");
 }

@@ -260,7 +260,11 @@ fn dispatches_follow_intents_and_message_content() {
         let err = sim
             .send_guild_message(smolcord::protocol::Snowflake::new(5), 7, "bob", "x")
             .unwrap_err();
-        assert!(err.contains('5'), "{err}");
+        assert_eq!(
+            err,
+            smolcord_sim::SimError::UnknownChannel(smolcord::protocol::Snowflake::new(5))
+        );
+        assert!(err.to_string().contains('5'), "{err}");
         // Both sessions get an event no intent governs, each with its own seq.
         let seqs = sim.dispatch("SOME_FUTURE_EVENT", json!({}));
         assert_eq!(seqs, [3, 4]);

@@ -72,6 +72,7 @@ struct Outstanding {
 
 /// What the reader knows when a verdict is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reading {
     /// Everything the gateway sent so far has been read: a missing ACK is
     /// really missing.
@@ -83,6 +84,7 @@ pub enum Reading {
 
 /// The verdict at a deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Send the beat.
     Beat,

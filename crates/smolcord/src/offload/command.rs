@@ -47,6 +47,7 @@ pub struct CommandSpec {
 
 /// The environment a command runs with.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum CommandEnv {
     /// Our own environment, unchanged.
     Inherit,

@@ -14,6 +14,7 @@ use super::{blocking_fs, unblock, Error};
 /// FIFO is never waited on (it would block the start forever), a device
 /// (`/dev/zero`) never read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileKind {
     /// A regular file, the path itself: a symbolic link is not followed
     /// (the state dir's own files, and files others can drop in, such as

@@ -13,6 +13,7 @@ use super::{unblock, Error};
 
 /// What [`read_json`] does when the primary file is missing or bad.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Fallback {
     /// Report the primary file as it is: `Ok(None)` if missing, an error if bad.
     None,

@@ -4,6 +4,7 @@ use std::fmt;
 
 /// What to do after the gateway closed the connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CloseAction {
     /// Reconnect and resume the session (to `resume_gateway_url`).
     Resume,
@@ -26,6 +27,36 @@ impl CloseCode {
     pub const NORMAL: CloseCode = CloseCode(1000);
     /// 1001: going away; ends the session like 1000.
     pub const GOING_AWAY: CloseCode = CloseCode(1001);
+    /// 1006: the connection was lost without a close frame (never sent).
+    pub const ABNORMAL: CloseCode = CloseCode(1006);
+    /// 4000: unknown error (resume).
+    pub const UNKNOWN_ERROR: CloseCode = CloseCode(4000);
+    /// 4001: an invalid opcode or payload for an opcode (resume).
+    pub const UNKNOWN_OPCODE: CloseCode = CloseCode(4001);
+    /// 4002: a payload that does not decode (resume).
+    pub const DECODE_ERROR: CloseCode = CloseCode(4002);
+    /// 4003: a payload before Identify (resume).
+    pub const NOT_AUTHENTICATED: CloseCode = CloseCode(4003);
+    /// 4004: the token is wrong (fatal).
+    pub const AUTHENTICATION_FAILED: CloseCode = CloseCode(4004);
+    /// 4005: a second Identify (resume).
+    pub const ALREADY_AUTHENTICATED: CloseCode = CloseCode(4005);
+    /// 4007: a Resume with a seq the session never reached (identify afresh).
+    pub const INVALID_SEQ: CloseCode = CloseCode(4007);
+    /// 4008: payloads sent too fast (resume).
+    pub const RATE_LIMITED: CloseCode = CloseCode(4008);
+    /// 4009: the session timed out (identify afresh).
+    pub const SESSION_TIMED_OUT: CloseCode = CloseCode(4009);
+    /// 4010: an invalid shard in Identify (fatal).
+    pub const INVALID_SHARD: CloseCode = CloseCode(4010);
+    /// 4011: the bot must shard (fatal).
+    pub const SHARDING_REQUIRED: CloseCode = CloseCode(4011);
+    /// 4012: an invalid API version (fatal).
+    pub const INVALID_API_VERSION: CloseCode = CloseCode(4012);
+    /// 4013: invalid intents (fatal).
+    pub const INVALID_INTENTS: CloseCode = CloseCode(4013);
+    /// 4014: intents the bot is not approved or enabled for (fatal).
+    pub const DISALLOWED_INTENTS: CloseCode = CloseCode(4014);
 
     /// Whether a client closing with this code ends its session: Discord
     /// invalidates the session on 1000 and 1001 (the bot shows offline at
@@ -47,10 +78,15 @@ impl CloseCode {
     /// would spend a piece of the daily budget and lose the dispatches a
     /// resume replays.
     pub fn action(self) -> CloseAction {
-        match self.0 {
-            4004 | 4010..=4014 => CloseAction::Fatal,
-            // The session is gone: a bad seq (4007) or a timeout (4009).
-            4007 | 4009 => CloseAction::Reidentify,
+        match self {
+            CloseCode::AUTHENTICATION_FAILED
+            | CloseCode::INVALID_SHARD
+            | CloseCode::SHARDING_REQUIRED
+            | CloseCode::INVALID_API_VERSION
+            | CloseCode::INVALID_INTENTS
+            | CloseCode::DISALLOWED_INTENTS => CloseAction::Fatal,
+            // The session is gone: a bad seq or a timeout.
+            CloseCode::INVALID_SEQ | CloseCode::SESSION_TIMED_OUT => CloseAction::Reidentify,
             // 1000/1001 (see above), 4000-4003, 4005, 4008, 1006 (no close
             // frame) and anything unknown: the session may live on, so try
             // to resume.
@@ -60,24 +96,24 @@ impl CloseCode {
 
     /// Discord's meaning of the code.
     pub fn description(self) -> &'static str {
-        match self.0 {
-            1000 => "normal closure",
-            1001 => "going away",
-            1006 => "connection lost without a close frame",
-            4000 => "unknown error",
-            4001 => "unknown opcode",
-            4002 => "decode error",
-            4003 => "not authenticated",
-            4004 => "authentication failed",
-            4005 => "already authenticated",
-            4007 => "invalid seq",
-            4008 => "rate limited",
-            4009 => "session timed out",
-            4010 => "invalid shard",
-            4011 => "sharding required",
-            4012 => "invalid API version",
-            4013 => "invalid intents",
-            4014 => "disallowed intents",
+        match self {
+            CloseCode::NORMAL => "normal closure",
+            CloseCode::GOING_AWAY => "going away",
+            CloseCode::ABNORMAL => "connection lost without a close frame",
+            CloseCode::UNKNOWN_ERROR => "unknown error",
+            CloseCode::UNKNOWN_OPCODE => "unknown opcode",
+            CloseCode::DECODE_ERROR => "decode error",
+            CloseCode::NOT_AUTHENTICATED => "not authenticated",
+            CloseCode::AUTHENTICATION_FAILED => "authentication failed",
+            CloseCode::ALREADY_AUTHENTICATED => "already authenticated",
+            CloseCode::INVALID_SEQ => "invalid seq",
+            CloseCode::RATE_LIMITED => "rate limited",
+            CloseCode::SESSION_TIMED_OUT => "session timed out",
+            CloseCode::INVALID_SHARD => "invalid shard",
+            CloseCode::SHARDING_REQUIRED => "sharding required",
+            CloseCode::INVALID_API_VERSION => "invalid API version",
+            CloseCode::INVALID_INTENTS => "invalid intents",
+            CloseCode::DISALLOWED_INTENTS => "disallowed intents",
             _ => "unrecognised close code",
         }
     }
@@ -85,13 +121,13 @@ impl CloseCode {
     /// For fatal codes: what must change before connecting again, in the
     /// protocol's terms (an application adds where its own settings are).
     pub fn advice(self) -> Option<&'static str> {
-        Some(match self.0 {
-            4004 => "the token was rejected: use the bot's current token (Developer Portal, Bot page)",
-            4010 => "the shard id in Identify must be below the shard count",
-            4011 => "the bot is in too many guilds for this shard count: run more shards (GET /gateway/bot recommends a count)",
-            4012 => "the gateway no longer accepts this API version",
-            4013 => "the intents bitmask has bits Discord does not know",
-            4014 => "a privileged intent requested is not enabled for this application (Developer Portal, Bot page): enable it or stop requesting it",
+        Some(match self {
+            CloseCode::AUTHENTICATION_FAILED => "the token was rejected: use the bot's current token (Developer Portal, Bot page)",
+            CloseCode::INVALID_SHARD => "the shard id in Identify must be below the shard count",
+            CloseCode::SHARDING_REQUIRED => "the bot is in too many guilds for this shard count: run more shards (GET /gateway/bot recommends a count)",
+            CloseCode::INVALID_API_VERSION => "the gateway no longer accepts this API version",
+            CloseCode::INVALID_INTENTS => "the intents bitmask has bits Discord does not know",
+            CloseCode::DISALLOWED_INTENTS => "a privileged intent requested is not enabled for this application (Developer Portal, Bot page): enable it or stop requesting it",
             _ => return None,
         })
     }

@@ -224,6 +224,7 @@ impl RawCommand {
 
 /// Why a command could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CommandError {
     /// Serialising the payload failed.
     Encode {
@@ -266,6 +267,7 @@ impl std::error::Error for CommandError {}
 
 /// A command a client sends to the gateway.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Command {
     /// op 1 with the last sequence number seen (or null).
     Heartbeat(Option<u64>),

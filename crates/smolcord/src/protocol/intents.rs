@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::ParseError;
+
 /// A set of gateway intents (a bitmask on the wire).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -100,7 +102,7 @@ impl Intents {
     }
 
     /// Parses `"DIRECT_MESSAGES|GUILDS"` or a number.
-    pub fn parse(text: &str) -> Result<Intents, String> {
+    pub fn parse(text: &str) -> Result<Intents, ParseError> {
         if let Ok(bits) = text.trim().parse::<u64>() {
             return Ok(Intents(bits));
         }
@@ -111,7 +113,7 @@ impl Intents {
                     .iter()
                     .find(|(known, _, _)| known.eq_ignore_ascii_case(name))
                     .map(|(_, bit, _)| Intents(acc.0 | bit))
-                    .ok_or_else(|| format!("unknown intent `{name}`"))
+                    .ok_or_else(|| ParseError::new(name, "an intent Discord documents"))
             })
     }
 }
@@ -167,7 +169,8 @@ mod tests {
         assert_eq!(Intents::parse("4096").unwrap(), Intents::DIRECT_MESSAGES);
         assert!(Intents::parse("DIRECT_MESAGES")
             .unwrap_err()
-            .contains("DIRECT_MESAGES"));
+            .to_string()
+            .contains("`DIRECT_MESAGES` is not an intent"));
     }
 
     #[test]

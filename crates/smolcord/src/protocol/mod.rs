@@ -20,6 +20,7 @@ mod frame;
 mod gateway_bot;
 mod intents;
 mod opcode;
+mod parse_error;
 mod snowflake;
 
 pub use close_code::{CloseAction, CloseCode};
@@ -35,6 +36,7 @@ pub use frame::{DecodeError, Frame};
 pub use gateway_bot::{GatewayBot, SessionStartLimit};
 pub use intents::Intents;
 pub use opcode::OpCode;
+pub use parse_error::ParseError;
 pub use snowflake::Snowflake;
 
 /// The gateway API version smolcord speaks.

@@ -3,6 +3,7 @@
 /// A gateway opcode. Unknown numbers are kept as `None` by
 /// [`OpCode::from_u8`] so the caller decides what to do with them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum OpCode {
     /// 0, receive: an event, carrying `t` and `s`.
     Dispatch,

@@ -5,6 +5,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
+use super::ParseError;
+
 /// A Discord id. Serialises as a string (as Discord sends it) and accepts a
 /// string or an integer when reading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -29,12 +31,12 @@ impl fmt::Display for Snowflake {
 }
 
 impl FromStr for Snowflake {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Snowflake, String> {
+    type Err = ParseError;
+    fn from_str(s: &str) -> Result<Snowflake, ParseError> {
         s.trim()
             .parse::<u64>()
             .map(Snowflake)
-            .map_err(|_| format!("`{s}` is not a Discord id (expected digits)"))
+            .map_err(|_| ParseError::new(s, "a Discord id (expected digits)"))
     }
 }
 

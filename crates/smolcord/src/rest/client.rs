@@ -506,10 +506,10 @@ fn message_body(
     if draft.files().is_empty() {
         return Ok(Body::json(payload.to_string().into_bytes()));
     }
-    let (content_type, bytes) = draft.form(&payload).map_err(invalid)?;
+    let (content_type, segments) = draft.form(&payload).map_err(invalid)?;
     Ok(Body {
         content_type,
-        bytes: bytes.into(),
+        segments: segments.into(),
     })
 }
 

@@ -3,7 +3,7 @@
 //! editing a message, checked against Discord's limits before anything is
 //! sent.
 
-use super::multipart::{self, Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
+use super::multipart::{self, Segment, Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 use super::nonce::Nonce;
 use super::split::MESSAGE_LIMIT;
 use crate::protocol::Snowflake;
@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 /// use smolcord::protocol::Snowflake;
 /// use smolcord::rest::{MessageDraft, Nonce, Upload};
 /// let nonce = Nonce::random();
-/// let chart = Upload { filename: "chart.png", content_type: "image/png", bytes: b"\x89PNG" };
+/// let chart = Upload::bytes("chart.png", "image/png", b"\x89PNG");
 /// let draft = MessageDraft::text("here it is")
 ///     .nonce(&nonce)
 ///     .file(chart)
@@ -140,7 +140,7 @@ impl<'a> MessageDraft<'a> {
 
     /// The multipart form of `payload` with the draft's files, within
     /// Discord's limits: `(content type, body)`.
-    pub(crate) fn form(&self, payload: &Value) -> Result<(String, Vec<u8>), String> {
+    pub(crate) fn form(&self, payload: &Value) -> Result<(String, Vec<Segment>), String> {
         if self.files.len() > MAX_FILES {
             return Err(format!(
                 "{} files; Discord takes at most {MAX_FILES} a message",
@@ -154,22 +154,22 @@ impl<'a> MessageDraft<'a> {
                     file.filename.chars().take(40).collect::<String>()
                 ));
             }
-            if file.bytes.len() > MAX_FILE_BYTES {
+            if file.len() > MAX_FILE_BYTES as u64 {
                 return Err(format!(
                     "{} has {} bytes; Discord takes at most {MAX_FILE_BYTES} per file",
                     file.filename,
-                    file.bytes.len()
+                    file.len()
                 ));
             }
         }
-        let (content_type, bytes) = multipart::form(payload.to_string().as_bytes(), &self.files);
-        if bytes.len() > MAX_REQUEST_BYTES {
+        let (content_type, segments) = multipart::form(payload.to_string().as_bytes(), &self.files);
+        let bytes: u64 = segments.iter().map(Segment::len).sum();
+        if bytes > MAX_REQUEST_BYTES as u64 {
             return Err(format!(
-                "the request has {} bytes; Discord takes at most {MAX_REQUEST_BYTES}",
-                bytes.len()
+                "the request has {bytes} bytes; Discord takes at most {MAX_REQUEST_BYTES}"
             ));
         }
-        Ok((content_type, bytes))
+        Ok((content_type, segments))
     }
 }
 
@@ -178,11 +178,7 @@ mod tests {
     use super::*;
 
     fn png(name: &'static str) -> Upload<'static> {
-        Upload {
-            filename: name,
-            content_type: "image/png",
-            bytes: b"png",
-        }
+        Upload::bytes(name, "image/png", b"png")
     }
 
     #[test]

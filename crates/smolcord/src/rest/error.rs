@@ -6,6 +6,7 @@ use std::time::Duration;
 
 /// Why a REST call failed. `route` is `METHOD /path/{template}`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RestError {
     /// The server answered with a non-success status (after retries, for 5xx).
     Http {

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ureq::http;
-use ureq::Agent;
+use ureq::{Agent, SendBody};
 
 use super::error::RestError;
+use super::multipart::Segment;
 use super::ratelimit::RateHeaders;
 use crate::token::Token;
 
@@ -20,20 +21,82 @@ const MAX_API_BODY: u64 = 1024 * 1024;
 /// The most of an error body we keep from a download.
 const MAX_ERROR_BODY: u64 = 4096;
 
-/// A request body with its `Content-Type`. Shared, so a retry (or an
-/// upload of a megabyte) is not one more copy.
+/// A request body with its `Content-Type`, as segments (bytes, and files
+/// read only while the request is sent). Shared, so a retry (or an upload
+/// of megabytes) is not one more copy.
 #[derive(Clone)]
 pub(crate) struct Body {
     pub content_type: String,
-    pub bytes: Arc<[u8]>,
+    pub segments: Arc<[Segment]>,
 }
 
 impl Body {
     pub fn json(bytes: Vec<u8>) -> Body {
         Body {
             content_type: "application/json".to_owned(),
-            bytes: bytes.into(),
+            segments: Arc::from([Segment::Bytes(bytes.into())]),
         }
+    }
+
+    /// The body's length in bytes (the files' as listed).
+    pub fn len(&self) -> u64 {
+        self.segments.iter().map(Segment::len).sum()
+    }
+
+    /// A reader of the whole body, its files opened now (on the blocking
+    /// pool, without following a link), each read for no more than its
+    /// listed length.
+    #[allow(clippy::disallowed_methods, clippy::disallowed_types)] // on the blocking pool
+    fn reader(&self) -> std::io::Result<Box<dyn Read + Send>> {
+        let mut chain: Box<dyn Read + Send> = Box::new(std::io::empty());
+        for segment in self.segments.iter() {
+            chain = match segment {
+                Segment::Bytes(bytes) => Box::new(chain.chain(std::io::Cursor::new(bytes.clone()))),
+                Segment::File { path, len } => {
+                    let file = std::fs::OpenOptions::new()
+                        .read(true)
+                        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                        .open(path)
+                        .map_err(|e| {
+                            std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                        })?;
+                    Box::new(chain.chain(ExactLen {
+                        inner: file.take(*len),
+                        left: *len,
+                        path: path.clone(),
+                    }))
+                }
+            };
+        }
+        Ok(chain)
+    }
+}
+
+/// A file's part of a body: its listed length exactly. A file that ended
+/// early is an error at once (the server would wait for the bytes the
+/// request declared until the timeout), and `take` keeps a file that grew
+/// from sending more.
+struct ExactLen<R> {
+    inner: R,
+    left: u64,
+    path: PathBuf,
+}
+
+impl<R: Read> Read for ExactLen<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && self.left > 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} ended {} bytes short of the size it was listed with",
+                    self.path.display(),
+                    self.left
+                ),
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
     }
 }
 
@@ -56,23 +119,32 @@ pub(crate) struct Reply {
     pub received: Instant,
 }
 
-fn build<'a>(
+fn build(
     agent: &Agent,
-    out: &'a Outgoing,
+    out: &Outgoing,
     route: &str,
-) -> Result<http::Request<&'a [u8]>, RestError> {
+) -> Result<http::Request<SendBody<'static>>, RestError> {
     let mut builder = http::Request::builder()
         .method(out.method)
         .uri(out.url.as_str());
     if let Some(token) = &out.token {
         builder = builder.header("Authorization", format!("Bot {}", token.expose()));
     }
-    let body: &[u8] = match &out.body {
+    let body = match &out.body {
         Some(body) => {
-            builder = builder.header("Content-Type", body.content_type.as_str());
-            &body.bytes
+            // The length up front: a streamed body is never sent chunked
+            // (some proxies refuse that), and a file that shrank meanwhile
+            // fails the request instead of sending a cut form.
+            builder = builder
+                .header("Content-Type", body.content_type.as_str())
+                .header("Content-Length", body.len());
+            let reader = body.reader().map_err(|e| RestError::LocalIo {
+                path: route.to_owned(),
+                detail: e.to_string(),
+            })?;
+            SendBody::from_owned_reader(reader)
         }
-        None => &[],
+        None => SendBody::none(),
     };
     let request = builder.body(body).map_err(|e| RestError::InvalidInput {
         route: route.to_owned(),

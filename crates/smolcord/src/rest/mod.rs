@@ -60,13 +60,12 @@ mod route;
 mod split;
 mod tls;
 
-pub use crate::protocol::{GatewayBot, SessionStartLimit};
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
 pub use draft::MessageDraft;
 pub use emoji::{Emoji, EMOJI_MAX_BYTES};
 pub use error::RestError;
-pub use multipart::{Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
+pub use multipart::{FileSource, Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 pub use nonce::{Nonce, NONCE_MAX_CHARS};
-pub use plain::plain_get;
+pub use plain::{plain_get, PlainGetError};
 pub use route::{Method, Route, Unmatched};
 pub use split::{split_message, MESSAGE_LIMIT};

@@ -24,27 +24,63 @@ const MAX_STATUS_LINE: usize = 1024;
 /// request's.
 const CONNECT_BOUND: Duration = Duration::from_secs(10);
 
+/// Why a [`plain_get`] has no status. Its `Display` completes a sentence
+/// whose subject is the service ("identify queue http://… {error}").
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlainGetError {
+    /// The URL cannot be asked (not a URL, not http(s), no host, no TLS name).
+    BadUrl(String),
+    /// Connecting (TCP or TLS) failed.
+    Unreachable(String),
+    /// No status line within the bound.
+    NoAnswer {
+        /// The bound.
+        within: Duration,
+    },
+    /// The connection broke before a status line.
+    Lost(String),
+    /// What came back is not an HTTP status line.
+    NotHttp(String),
+}
+
+impl std::fmt::Display for PlainGetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlainGetError::BadUrl(why) => f.write_str(why),
+            PlainGetError::Unreachable(why) => write!(f, "could not be reached: {why}"),
+            PlainGetError::NoAnswer { within } => {
+                write!(f, "gave no answer within {:.0} s", within.as_secs_f64())
+            }
+            PlainGetError::Lost(why) => write!(f, "lost the connection: {why}"),
+            PlainGetError::NotHttp(why) => write!(f, "answered no HTTP status line{why}"),
+        }
+    }
+}
+
+impl std::error::Error for PlainGetError {}
+
 /// `GET url` within `timeout`; the HTTP status, or what went wrong.
 /// Dropping the future closes the connection (the service can tell).
-pub async fn plain_get(url: String, timeout: Duration) -> Result<u16, String> {
+pub async fn plain_get(url: String, timeout: Duration) -> Result<u16, PlainGetError> {
     future::or(get_status(&url, timeout.min(CONNECT_BOUND)), async {
         Timer::after(timeout).await;
-        Err(format!(
-            "gave no answer within {:.0} s",
-            timeout.as_secs_f64()
-        ))
+        Err(PlainGetError::NoAnswer { within: timeout })
     })
     .await
 }
 
-async fn get_status(url: &str, connect_bound: Duration) -> Result<u16, String> {
-    let uri: Uri = url.parse().map_err(|err| format!("is not a URL: {err}"))?;
+async fn get_status(url: &str, connect_bound: Duration) -> Result<u16, PlainGetError> {
+    let bad = |why: String| PlainGetError::BadUrl(why);
+    let uri: Uri = url
+        .parse()
+        .map_err(|err| bad(format!("is not a URL: {err}")))?;
     let https = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
-        _ => return Err("is neither http:// nor https://".into()),
+        _ => return Err(bad("is neither http:// nor https://".into())),
     };
-    let authority = uri.authority().ok_or("has no host")?;
+    let authority = uri.authority().ok_or_else(|| bad("has no host".into()))?;
     let (userinfo, host_port) = match authority.as_str().rsplit_once('@') {
         Some((userinfo, host_port)) => (Some(userinfo), host_port),
         None => (None, authority.as_str()),
@@ -67,14 +103,14 @@ async fn get_status(url: &str, connect_bound: Duration) -> Result<u16, String> {
     request += "\r\n";
     let stream = TcpStream::connect(host, port, connect_bound)
         .await
-        .map_err(|err| format!("could not be reached: {err}"))?;
+        .map_err(|err| PlainGetError::Unreachable(err.to_string()))?;
     if https {
         let name = ServerName::try_from(host.to_owned())
-            .map_err(|err| format!("has no usable TLS name: {err}"))?;
+            .map_err(|err| bad(format!("has no usable TLS name: {err}")))?;
         let tls = futures_rustls::TlsConnector::from(crate::transport::tls::client_config())
             .connect(name, stream)
             .await
-            .map_err(|err| format!("could not be reached (TLS): {err}"))?;
+            .map_err(|err| PlainGetError::Unreachable(format!("(TLS) {err}")))?;
         exchange(tls, &request).await
     } else {
         exchange(stream, &request).await
@@ -85,8 +121,8 @@ async fn get_status(url: &str, connect_bound: Duration) -> Result<u16, String> {
 async fn exchange(
     mut io: impl AsyncRead + AsyncWrite + Unpin,
     request: &str,
-) -> Result<u16, String> {
-    let lost = |err: std::io::Error| format!("lost the connection: {err}");
+) -> Result<u16, PlainGetError> {
+    let lost = |err: std::io::Error| PlainGetError::Lost(err.to_string());
     io.write_all(request.as_bytes()).await.map_err(lost)?;
     io.flush().await.map_err(lost)?;
     let mut head = Vec::new();
@@ -96,20 +132,20 @@ async fn exchange(
             return status_code(&head[..end]);
         }
         if head.len() >= MAX_STATUS_LINE {
-            return Err(format!(
-                "answered no HTTP status line in {MAX_STATUS_LINE} bytes"
-            ));
+            return Err(PlainGetError::NotHttp(format!(
+                " in {MAX_STATUS_LINE} bytes"
+            )));
         }
         let n = io.read(&mut buf).await.map_err(lost)?;
         if n == 0 {
-            return Err("closed the connection without an answer".into());
+            return Err(PlainGetError::Lost("closed without an answer".into()));
         }
         head.extend_from_slice(&buf[..n]);
     }
 }
 
 /// `HTTP/1.1 200 OK` -> 200.
-fn status_code(line: &[u8]) -> Result<u16, String> {
+fn status_code(line: &[u8]) -> Result<u16, PlainGetError> {
     let line = String::from_utf8_lossy(line);
     let mut parts = line.split(' ');
     let version = parts.next().unwrap_or_default();
@@ -118,7 +154,7 @@ fn status_code(line: &[u8]) -> Result<u16, String> {
         .filter(|_| version.starts_with("HTTP/"))
         .and_then(|code| code.parse::<u16>().ok())
         .filter(|code| (100..600).contains(code))
-        .ok_or_else(|| format!("answered no HTTP status line: {:.64}", line))
+        .ok_or_else(|| PlainGetError::NotHttp(format!(": {:.64}", line)))
 }
 
 /// `%XX` escapes decoded (user info in a URL).

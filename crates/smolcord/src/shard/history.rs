@@ -39,6 +39,7 @@ pub const KEPT: usize = 64;
 /// How a session began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StartKind {
     /// A fresh session (op 2 Identify; spends the daily identify budget).
     Identify,
@@ -59,6 +60,7 @@ impl StartKind {
 /// Why a session ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EndReason {
     /// The gateway sent op 7 Reconnect.
     Reconnect,

@@ -11,12 +11,12 @@
 //! (Spacing identifies by Discord's 5 s concurrency window is the identify
 //! queue's job: [`super::identify_queue`].)
 
-pub use crate::protocol::SessionStartLimit;
+use crate::protocol::SessionStartLimit;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Discord's window for the identify limit.
-pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+pub use super::counts::WINDOW;
 /// Discord's identify limit per window for ordinary bots: the budget
 /// assumed while `GET /gateway/bot` has not given the real one.
 pub const DAILY_LIMIT: u32 = 1000;
@@ -29,6 +29,7 @@ pub const CONCURRENCY_WINDOW: Duration = Duration::from_secs(5);
 
 /// How urgent the budget situation is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Pressure {
     /// Plenty left.
     Normal,

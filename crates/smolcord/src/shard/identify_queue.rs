@@ -57,6 +57,14 @@ pub struct IdentifyPermit {
     _turn: Option<BucketTurn>,
 }
 
+impl std::fmt::Debug for IdentifyPermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdentifyPermit")
+            .field("holds_a_bucket", &self._turn.is_some())
+            .finish()
+    }
+}
+
 impl IdentifyPermit {
     /// A permit that frees nothing when dropped (the remote queue keeps its
     /// own time).
@@ -82,6 +90,14 @@ impl Drop for BucketTurn {
 pub struct LocalIdentifyQueue {
     window: Duration,
     buckets: Mutex<Buckets>,
+}
+
+impl std::fmt::Debug for LocalIdentifyQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalIdentifyQueue")
+            .field("window", &self.window)
+            .finish_non_exhaustive()
+    }
 }
 
 type Slot = Arc<AsyncMutex<Option<Instant>>>;
@@ -225,6 +241,16 @@ pub struct RemoteIdentifyQueue {
     report_every: Duration,
 }
 
+/// The URL as logged (no user info or query: either may carry a secret).
+impl std::fmt::Debug for RemoteIdentifyQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteIdentifyQueue")
+            .field("url", &shown_url(&self.url))
+            .field("patience", &self.patience)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How long one request to the queue service may take: the service holds
 /// it until the shard's turn, which for the last of many shards can be
 /// minutes away.
@@ -329,7 +355,7 @@ async fn remote_turn(url: &str, shown: &str, which: &str) {
         let failure = match crate::rest::plain_get(url.to_owned(), REMOTE_WAIT).await {
             Ok(status) if (200..300).contains(&status) => return,
             Ok(status) => format!("answered HTTP {status}"),
-            Err(err) => err,
+            Err(err) => err.to_string(),
         };
         let wait = backoff.next_delay_at_least_half();
         log::error!(

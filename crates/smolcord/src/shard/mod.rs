@@ -54,6 +54,8 @@
 //!             // ACKs and disconnects come through the same stream.
 //!             Ok(ShardEvent::Heartbeat(beat)) => println!("ACK, rtt {:?}", beat.rtt),
 //!             Ok(ShardEvent::Disconnected { reason }) => println!("reconnecting: {reason}"),
+//!             // `ShardEvent` is non-exhaustive: a kind added later lands here.
+//!             Ok(_) => {}
 //!             Err(ShardError::Fatal { message, .. }) => panic!("refused for good: {message}"),
 //!             Err(other) => panic!("{other}"),
 //!         }
@@ -65,7 +67,7 @@
 //! }));
 //! ```
 
-pub mod backoff;
+mod backoff;
 pub mod counts;
 mod driver;
 pub mod history;
@@ -80,7 +82,7 @@ mod set;
 pub use crate::transport::Compression;
 pub use backoff::Backoff;
 pub use history::{EndReason, SessionHistory, StartKind};
-pub use identify_budget::{IdentifyBudget, SessionStartLimit};
+pub use identify_budget::IdentifyBudget;
 pub use identify_queue::{IdentifyPermit, IdentifyQueue, LocalIdentifyQueue, RemoteIdentifyQueue};
 pub use queue::QueueLimits;
 pub use session::{Session, SessionState};
@@ -108,7 +110,7 @@ pub struct GatewayInfo {
     /// The gateway URL.
     pub url: String,
     /// The identify budget, if the source knows it.
-    pub session_start_limit: Option<SessionStartLimit>,
+    pub session_start_limit: Option<crate::protocol::SessionStartLimit>,
 }
 
 /// A boxed future, as returned by a [`GatewayInfoSource`].
@@ -330,6 +332,7 @@ impl Dispatch {
 
 /// What a shard reports.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ShardEvent {
     /// A dispatch, in order, exactly once.
     Dispatch(Dispatch),
@@ -344,6 +347,7 @@ pub enum ShardEvent {
 
 /// Why a shard stopped for good.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ShardError {
     /// The gateway closed with a code that needs the operator.
     Fatal {
@@ -495,6 +499,16 @@ pub struct ShardHandle {
     status: Arc<Mutex<ShardStatus>>,
 }
 
+impl fmt::Debug for ShardHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `try_lock`: a Debug print never waits for the driver.
+        let shard = self.status.try_lock().map(|status| status.shard).ok();
+        f.debug_struct("ShardHandle")
+            .field("shard", &shard)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ShardHandle {
     /// The next event. `Err(ShardError::Fatal)` once if the gateway refused
     /// us for good; `Err(ShardError::Stopped)` after the driver ended.
@@ -595,6 +609,14 @@ pub struct Shard {
     /// In a set: the start order and this shard's place in it.
     start: Option<(Arc<set::StartOrder>, usize)>,
     status: Arc<Mutex<ShardStatus>>,
+}
+
+impl fmt::Debug for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shard")
+            .field("shard", &self.config.shard)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shard {

@@ -34,6 +34,7 @@ pub struct SessionState {
 
 /// What to do with a dispatch's sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SeqCheck {
     /// New: deliver it.
     Deliver,

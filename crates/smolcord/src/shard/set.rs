@@ -27,6 +27,7 @@
 //! # });
 //! ```
 
+use super::counts::CountError;
 use super::{
     counts, local_queue, lock, queue, IdentifyBudget, IdentifyQueue, SessionState, Shard,
     ShardConfig, ShardError, ShardEvent, ShardHandle, ShardStatus,
@@ -46,6 +47,7 @@ use std::task::Poll;
 /// last, count]`), environment `SMOLCORD_SHARDS` (`auto` or
 /// `FIRST-LAST/COUNT`, e.g. `0-7/16`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ShardRange {
     /// Every shard of the count `GET /gateway/bot` recommends.
     Auto,
@@ -63,30 +65,27 @@ pub enum ShardRange {
 impl ShardRange {
     /// Shards `first..=last` of `count`, checked: ids that exist, a count
     /// and a number of shards within [`super::counts`]' caps.
-    pub fn new(first: u32, last: u32, count: u32) -> Result<ShardRange, String> {
+    pub fn new(first: u32, last: u32, count: u32) -> Result<ShardRange, CountError> {
         counts::check_shard_count(count)?;
         if last < first {
-            return Err(format!(
-                "the last shard {last} comes before the first {first}"
-            ));
+            return Err(CountError::Backwards { first, last });
         }
         if last >= count {
-            return Err(format!(
-                "shard {last} does not exist when there are {count} (ids are 0..={})",
-                count - 1
-            ));
+            return Err(CountError::NoSuchShard { id: last, count });
         }
         counts::check_shards_per_process(first, last)?;
         Ok(ShardRange::Range { first, last, count })
     }
 
     /// `auto` or `FIRST-LAST/COUNT` (`0-7/16`; `3/16` is shard 3 alone).
-    pub fn parse(text: &str) -> Result<ShardRange, String> {
+    pub fn parse(text: &str) -> Result<ShardRange, CountError> {
         let text = text.trim();
         if text.eq_ignore_ascii_case("auto") {
             return Ok(ShardRange::Auto);
         }
-        let bad = || format!("`{text}` is not `auto` or FIRST-LAST/COUNT (e.g. 0-7/16)");
+        let bad = || CountError::Unparsable {
+            text: text.chars().take(40).collect(),
+        };
         let (ids, count) = text.split_once('/').ok_or_else(bad)?;
         let number = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
         let (first, last) = match ids.split_once('-') {
@@ -99,14 +98,13 @@ impl ShardRange {
     /// The ids and count, with every shard of `recommended` (`GET
     /// /gateway/bot`'s `shards`) standing in for `Auto`; a recommendation
     /// past the caps of [`super::counts`] is refused, saying so.
-    pub fn resolve(self, recommended: u32) -> Result<(RangeInclusive<u32>, u32), String> {
+    pub fn resolve(self, recommended: u32) -> Result<(RangeInclusive<u32>, u32), CountError> {
         match self {
             ShardRange::Auto => {
                 let count = recommended.max(1);
-                ShardRange::new(0, count - 1, count).map_err(|e| {
-                    format!(
-                        "shards \"auto\": GET /gateway/bot recommends {recommended} shards: {e}"
-                    )
+                ShardRange::new(0, count - 1, count).map_err(|why| CountError::Recommended {
+                    recommended,
+                    why: Box::new(why),
                 })?;
                 Ok((0..=count - 1, count))
             }
@@ -205,6 +203,14 @@ pub struct ShardSet {
     shards: Vec<Shard>,
 }
 
+impl fmt::Debug for ShardSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardSet")
+            .field("shards", &self.shards)
+            .finish()
+    }
+}
+
 /// The consumer's side of a [`ShardSet`] (or of one shard: `From<ShardHandle>`).
 #[derive(Clone)]
 pub struct ShardSetHandle {
@@ -226,13 +232,12 @@ impl ShardSet {
         ids: RangeInclusive<u32>,
         count: u32,
         mut state_of: impl FnMut(u32) -> SessionState,
-    ) -> Result<(ShardSet, ShardSetHandle), String> {
+    ) -> Result<(ShardSet, ShardSetHandle), CountError> {
         if ids.is_empty() {
-            return Err(format!(
-                "the shard range {}..={} is empty",
-                ids.start(),
-                ids.end()
-            ));
+            return Err(CountError::EmptyRange {
+                first: *ids.start(),
+                last: *ids.end(),
+            });
         }
         ShardRange::new(*ids.start(), *ids.end(), count)?;
         let states: Vec<(u32, SessionState)> = ids.map(|id| (id, state_of(id))).collect();
@@ -459,7 +464,7 @@ mod tests {
         ] {
             match set(ids.clone(), count) {
                 Ok(_) => panic!("{ids:?} of {count} accepted"),
-                Err(err) => assert!(err.contains(why), "{ids:?} of {count}: {err}"),
+                Err(err) => assert!(err.to_string().contains(why), "{ids:?} of {count}: {err}"),
             }
         }
         // Counts past the caps are refused before anything is allocated
@@ -471,7 +476,7 @@ mod tests {
         ] {
             match set(ids.clone(), count) {
                 Ok(_) => panic!("{ids:?} of {count} accepted"),
-                Err(err) => assert!(err.contains(why), "{ids:?} of {count}: {err}"),
+                Err(err) => assert!(err.to_string().contains(why), "{ids:?} of {count}: {err}"),
             }
         }
         let (_, handle) = set(4..=7, 8).expect("shards 4-7 of 8 exist");
@@ -505,19 +510,19 @@ mod tests {
             ("0-7", "not `auto`"),
             ("a-b/c", "not `auto`"),
         ] {
-            let err = ShardRange::parse(text).unwrap_err();
+            let err = ShardRange::parse(text).unwrap_err().to_string();
             assert!(err.contains(why), "{text}: {err}");
         }
         assert_eq!(ShardRange::Auto.resolve(3), Ok((0..=2, 3)));
         // GET /gateway/bot recommending 100 000 shards (1.5 GiB at once).
-        let err = ShardRange::Auto.resolve(100_000).unwrap_err();
+        let err = ShardRange::Auto.resolve(100_000).unwrap_err().to_string();
         assert!(
             err.contains("GET /gateway/bot recommends 100000 shards")
                 && err.contains("more than 65536"),
             "{err}"
         );
         let err = ShardRange::Auto.resolve(2000).unwrap_err();
-        assert!(err.contains("runs at most 1024"), "{err}");
+        assert!(err.to_string().contains("runs at most 1024"), "{err}");
         let json = |text: &str| serde_json::from_str::<ShardRange>(text);
         assert_eq!(json("\"auto\"").unwrap(), ShardRange::Auto);
         assert_eq!(

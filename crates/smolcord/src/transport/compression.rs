@@ -11,6 +11,7 @@ use super::ZstdInflater;
 
 /// Transport compression (the `compress` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Compression {
     /// Text frames, no compression.
     #[default]

@@ -7,6 +7,7 @@ use std::fmt;
 /// The stream could not be decompressed. The first field names the stream
 /// (`"zlib-stream"`, `"zstd-stream"`), the second says what went wrong.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum DecompressError {
     /// Corrupt or unreadable input.
     Corrupt(&'static str, String),

@@ -21,6 +21,14 @@ pub struct Inflater {
     max_message: usize,
 }
 
+impl std::fmt::Debug for Inflater {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inflater")
+            .field("max_message", &self.max_message)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Buffer capacity kept between messages; more is released after the
 /// message that needed it.
 const RETAINED_BYTES: usize = 64 * 1024;

@@ -53,6 +53,7 @@ use std::time::Duration;
 
 /// What the gateway sent.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Incoming {
     /// One complete gateway message (JSON text).
     Text(String),
@@ -100,6 +101,7 @@ const MAX_WRITE_BUFFER_BYTES: usize = 64 * 1024;
 
 /// A transport failure, naming what failed.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum TransportError {
     /// Connecting (TCP, TLS or the WebSocket handshake) failed.
     Connect {
@@ -155,6 +157,14 @@ pub struct Connection {
     limits: Limits,
     trace: WireTrace,
     decompressor: Decompressor,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Connection {

@@ -31,6 +31,14 @@ pub struct ZstdInflater {
     max_message: usize,
 }
 
+impl std::fmt::Debug for ZstdInflater {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZstdInflater")
+            .field("max_message", &self.max_message)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The stream name in errors.
 const STREAM: &str = "zstd-stream";
 

@@ -34,11 +34,7 @@ fn download(url: &str) -> Vec<u8> {
 }
 
 fn text_file(bytes: &[u8]) -> Upload<'_> {
-    Upload {
-        filename: "reply.txt",
-        content_type: "text/plain; charset=utf-8",
-        bytes,
-    }
+    Upload::bytes("reply.txt", "text/plain; charset=utf-8", bytes)
 }
 
 #[test]
@@ -187,4 +183,59 @@ fn the_simulator_enforces_rate_limits_and_the_client_rides_them_out() {
         .filter(|m| m.content.starts_with("paced"))
         .count();
     assert_eq!(paced, 6);
+}
+
+#[test]
+fn files_on_disk_are_streamed_into_the_form_and_a_changed_one_fails_cleanly() {
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let rest = client(&sim);
+    let channel = sim.dm_channel_of(USER);
+    let dir = tempfile::tempdir().unwrap();
+    let (chart, log) = (dir.path().join("chart.png"), dir.path().join("run.log"));
+    let png: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&chart, &png).unwrap();
+    std::fs::write(&log, b"step 1\nstep 2\n").unwrap();
+    run(async {
+        let draft = MessageDraft::text("two files from disk")
+            .file(Upload::disk(
+                "chart.png",
+                "image/png",
+                &chart,
+                png.len() as u64,
+            ))
+            .file(Upload::disk("run.log", "text/plain", &log, 14))
+            .file(text_file(b"and one from memory"));
+        let message = rest.create_message(channel, &draft).await.unwrap();
+        let names: Vec<&str> = message
+            .attachments
+            .iter()
+            .map(|a| a.filename.as_str())
+            .collect();
+        assert_eq!(names, ["chart.png", "run.log", "reply.txt"]);
+        assert_eq!(download(&message.attachments[0].url), png);
+        assert_eq!(download(&message.attachments[1].url), b"step 1\nstep 2\n");
+        assert_eq!(
+            download(&message.attachments[2].url),
+            b"and one from memory"
+        );
+
+        // Listed at one size, shorter when sent: the request fails (it
+        // declared the listed length) instead of posting a cut file.
+        std::fs::write(&log, b"step").unwrap();
+        let shrunk = MessageDraft::text("x").file(Upload::disk("run.log", "text/plain", &log, 14));
+        let err = rest.create_message(channel, &shrunk).await.unwrap_err();
+        assert!(!matches!(err, RestError::Http { .. }), "{err:?}");
+        // A link is not followed.
+        let link = dir.path().join("link.png");
+        std::os::unix::fs::symlink(&chart, &link).unwrap();
+        let linked = MessageDraft::text("x").file(Upload::disk("l.png", "image/png", &link, 1));
+        let err = rest.create_message(channel, &linked).await.unwrap_err();
+        assert!(matches!(err, RestError::LocalIo { .. }), "{err:?}");
+    });
+    let posted = sim.messages_in(channel);
+    assert_eq!(
+        posted.len(),
+        1,
+        "only the whole form was posted: {posted:?}"
+    );
 }

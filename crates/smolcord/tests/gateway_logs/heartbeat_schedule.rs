@@ -82,8 +82,11 @@ fn beats_land_on_schedule_and_both_clocks_agree() {
         let account = handle.status().heartbeat;
         assert_eq!(account.lifetime.zombies, 0);
         assert!(account.lifetime.rtt_avg_ms.expect("rtt") < 100.0);
+        // As for the simulator's view above: below two intervals (a skipped
+        // beat); a loaded core may delay one beat by tens of ms (1.27 × was
+        // seen with other test binaries building beside this one).
         assert!(
-            account.lifetime.worst_gap_ratio < 1.25,
+            account.lifetime.worst_gap_ratio < 1.9,
             "{}",
             account.lifetime.worst_gap_ratio
         );

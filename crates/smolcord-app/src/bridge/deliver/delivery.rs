@@ -328,11 +328,7 @@ fn replying(draft: MessageDraft<'_>, reply_to: Option<Snowflake>) -> MessageDraf
 }
 
 fn upload(text: &str) -> Upload<'_> {
-    Upload {
-        filename: REPLY_FILE,
-        content_type: "text/plain; charset=utf-8",
-        bytes: text.as_bytes(),
-    }
+    Upload::bytes(REPLY_FILE, "text/plain; charset=utf-8", text.as_bytes())
 }
 
 /// Sends a short notice (errors, pairing codes) under `nonce`; failures

@@ -227,6 +227,8 @@ impl Loop {
                         }
                     }
                 }
+                // A kind of shard event this bridge does not know yet.
+                Wake::Event(Ok(_)) => {}
             }
         };
         self.shut_down(poll_stop, &outcome).await;

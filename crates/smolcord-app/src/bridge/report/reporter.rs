@@ -111,5 +111,6 @@ fn rest_kind(e: &RestError) -> String {
         RestError::TooLarge { limit, .. } => format!("larger than {limit} bytes"),
         RestError::InvalidInput { .. } => "invalid input".into(),
         RestError::LocalIo { .. } => "local file error".into(),
+        _ => "REST error".into(),
     }
 }

@@ -289,7 +289,7 @@ impl Driver {
         };
         opening.to_json().map_err(|err| {
             log::error!("{err}");
-            Outcome::Fatal(CloseCode(4002))
+            Outcome::Fatal(CloseCode::DECODE_ERROR)
         })
     }
 
