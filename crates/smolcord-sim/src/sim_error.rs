@@ -12,7 +12,7 @@ pub enum SimError {
     UnknownChannel(Snowflake),
     /// No guild with this id.
     UnknownGuild(Snowflake),
-    /// No such message in the channel.
+    /// No such message in the channel (a reply's target).
     UnknownMessage {
         /// The channel.
         channel: Snowflake,

@@ -174,16 +174,21 @@ fn pairing_replies_are_rate_limited_and_strangers_never_reach_the_agent() {
             .union(Intents::GUILDS)
             .union(Intents::GUILD_MESSAGES)
             .bits();
+        let general = smolcord_sim::SimGuild::example().channels[0].id;
+        config.channels = vec![smolcord_app::config::ChannelConfig::new(general)];
         let bridge = rig.start(&ex, config, tunables()).await;
         rig.session_ready(T).await;
         let (_, dm) = rig.sim.send_dm(STRANGER, "stranger", "1");
         for n in 2..=5 {
             rig.sim.send_dm(STRANGER, "stranger", &n.to_string());
         }
-        // A stranger in a guild channel gets silence, not a code.
-        let general = smolcord_sim::SimGuild::example().channels[0].id;
+        // A stranger who mentions the bot in an answered guild channel
+        // gets silence, not a code.
         rig.sim
-            .send_guild_message(general, STRANGER, "stranger", "hello?")
+            .post_in_channel(
+                &smolcord_sim::ChannelPost::new(general, STRANGER, "stranger", "hello?")
+                    .mentioning(),
+            )
             .unwrap();
         wait_until("six refusals", T, || {
             (bridge.counters.snapshot().refused >= 6).then_some(())

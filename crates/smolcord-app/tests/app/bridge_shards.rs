@@ -42,6 +42,10 @@ fn start(sim: &Simulator, state: &Path, shards: &str) -> Smolcord {
         "intents": intents.bits(),
         "shards": serde_json::from_str::<serde_json::Value>(shards).unwrap(),
         "agent_cmd": sh("cat >/dev/null; echo pong"),
+        // Answered in each guild's channel without a mention.
+        "channels": (0..4)
+            .map(|shard| serde_json::json!({"id": guild_on(shard).channels[0].id.to_string(), "mention": false}))
+            .collect::<Vec<_>>(),
     });
     std::fs::write(state.join("config.json"), config.to_string()).unwrap();
     Smolcord::spawn(
