@@ -146,6 +146,20 @@ pub struct Message {
     /// Message type (0 default, 19 reply, ...).
     #[serde(rename = "type", default)]
     pub kind: u8,
+    /// What a reply (or forward) points at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_reference: Option<MessageReference>,
+}
+
+/// A message's `message_reference`: the message a reply answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageReference {
+    /// The message pointed at (absent for some system messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<Snowflake>,
+    /// Its channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_id: Option<Snowflake>,
 }
 
 impl Message {

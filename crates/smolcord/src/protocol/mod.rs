@@ -28,8 +28,8 @@ pub use commands::{
     RequestGuildMembers, RequestSoundboardSounds, Resume, VoiceStateUpdate, MAX_PAYLOAD_BYTES,
 };
 pub use events::{
-    Activity, Attachment, Channel, ChannelType, GuildCreate, Hello, Message, Ready,
-    ReadyApplication, UnavailableGuild, User, MESSAGE_FLAG_IS_VOICE_MESSAGE,
+    Activity, Attachment, Channel, ChannelType, GuildCreate, Hello, Message, MessageReference,
+    Ready, ReadyApplication, UnavailableGuild, User, MESSAGE_FLAG_IS_VOICE_MESSAGE,
 };
 pub use frame::{DecodeError, Frame};
 pub use gateway_bot::{GatewayBot, SessionStartLimit};

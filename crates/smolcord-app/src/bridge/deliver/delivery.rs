@@ -172,7 +172,8 @@ pub(crate) async fn send<R: Record>(
         }
         let nonce = record.nonce(part);
         let replaces = placeholder.filter(|_| part == 0);
-        match send_part(ctx, channel, plan, part, &nonce, replaces).await {
+        let reply_to = record.answers().filter(|_| part == 0);
+        match send_part(ctx, channel, plan, part, &nonce, replaces, reply_to).await {
             Ok(id) => {
                 record.sent().message_ids.push(id);
                 if part + 1 < parts {
@@ -226,7 +227,8 @@ pub(crate) async fn send<R: Record>(
             }
         }
         (Err(e), None) if !channel_refuses(e) => {
-            notify(ctx, channel, &outcome, &record.undelivered_nonce()).await;
+            let nonce = record.undelivered_nonce();
+            notify_about(ctx, channel, &outcome, &nonce, record.answers()).await;
         }
         _ => {}
     }
@@ -289,8 +291,10 @@ async fn send_part(
     part: usize,
     nonce: &Nonce,
     placeholder: Option<Snowflake>,
+    reply_to: Option<Snowflake>,
 ) -> Result<Snowflake, RestError> {
     let rest = &ctx.rest;
+    let replying = |draft| replying_to(draft, reply_to);
     let (message, text) = match plan {
         Plan::Messages(chunks) => {
             let chunk = &chunks[part];
@@ -307,7 +311,7 @@ async fn send_part(
                 }
             }
             let created = rest
-                .create_message(channel, &MessageDraft::text(chunk).nonce(nonce))
+                .create_message(channel, &replying(MessageDraft::text(chunk)).nonce(nonce))
                 .await;
             return created.map(|message| message.id);
         }
@@ -324,7 +328,7 @@ async fn send_part(
         }
     }
     match rest
-        .create_message(channel, &draft.clone().nonce(nonce))
+        .create_message(channel, &replying(draft.clone()).nonce(nonce))
         .await
     {
         Ok(message) => Ok(message.id),
@@ -334,11 +338,19 @@ async fn send_part(
             log::warn!(
                 "uploading {REPLY_FILE} failed ({e}); trying once without the optional attachments metadata"
             );
-            let bare = draft.without_attachments_metadata().nonce(nonce);
+            let bare = replying(draft.without_attachments_metadata()).nonce(nonce);
             rest.create_message(channel, &bare)
                 .await
                 .map(|message| message.id)
         }
+    }
+}
+
+/// `draft`, as a reply to `message` if there is one.
+fn replying_to(draft: MessageDraft<'_>, message: Option<Snowflake>) -> MessageDraft<'_> {
+    match message {
+        Some(message) => draft.reply_to(message),
+        None => draft,
     }
 }
 
@@ -353,11 +365,23 @@ fn upload(text: &str) -> Upload<'_> {
 /// Sends a short notice (errors, pairing codes) under `nonce`; failures
 /// are logged and recorded, never retried beyond what the REST client does.
 pub(crate) async fn notify(ctx: &Ctx, channel: Snowflake, text: &str, nonce: &Nonce) -> bool {
-    match ctx
-        .rest
-        .create_message(channel, &MessageDraft::text(text).nonce(nonce))
-        .await
-    {
+    notify_about(ctx, channel, text, nonce, None).await
+}
+
+/// [`notify`], as a reply to `about` (the message it is the answer to:
+/// the chat then records that it was answered; docs/exactly-once.md).
+pub(crate) async fn notify_about(
+    ctx: &Ctx,
+    channel: Snowflake,
+    text: &str,
+    nonce: &Nonce,
+    about: Option<Snowflake>,
+) -> bool {
+    let draft = match about {
+        Some(message) => MessageDraft::text(text).reply_to(message),
+        None => MessageDraft::text(text),
+    };
+    match ctx.rest.create_message(channel, &draft.nonce(nonce)).await {
         Ok(_) => true,
         Err(e) => {
             log::warn!("sending a notice failed: {e}");

@@ -71,6 +71,11 @@ pub(crate) trait Record: Serialize {
     fn undelivered_nonce(&self) -> Nonce;
     /// What went out so far.
     fn sent(&mut self) -> &mut Sent;
+    /// The message it answers, if any: its first part is a reply to it
+    /// (`message_reference`), so the chat itself records what was answered.
+    fn answers(&self) -> Option<Snowflake> {
+        None
+    }
 }
 
 /// A reply on record.
@@ -97,6 +102,10 @@ pub(crate) struct ReplyRecord {
 }
 
 impl Record for ReplyRecord {
+    fn answers(&self) -> Option<Snowflake> {
+        Some(self.message_id)
+    }
+
     fn file_name(&self) -> String {
         reply_file_name(self.channel_id, self.message_id)
     }

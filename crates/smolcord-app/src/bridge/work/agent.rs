@@ -227,7 +227,11 @@ async fn indicate(
                 // returns the placeholder a late try posted, with the id.
                 placeholder_at = None;
                 let nonce = nonce::placeholder(message);
-                let draft = MessageDraft::text(PLACEHOLDER).nonce(&nonce);
+                // A reply to the message: the answer replaces it (an edit
+                // keeps the reference), and the chat records what it answers.
+                let draft = MessageDraft::text(PLACEHOLDER)
+                    .reply_to(message)
+                    .nonce(&nonce);
                 match rest.create_message(channel, &draft).await {
                     Ok(message) => *placeholder.borrow_mut() = Some(message.id),
                     Err(e) => {

@@ -92,6 +92,7 @@ mod tests {
             attachments: vec![],
             flags: None,
             kind: 0,
+            message_reference: None,
         }
     }
 

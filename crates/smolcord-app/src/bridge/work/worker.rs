@@ -17,7 +17,7 @@ use crate::bridge::access::book::{self, Role};
 use crate::bridge::access::pairing::{self, code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
-use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
+use crate::bridge::deliver::delivery::{self, notify, notify_about, Plan, Settle};
 use crate::bridge::jobs::backlog::{
     late_prefix, skipped_notice, snowflake_unix_ms, unread_notice, Findings, Tally,
 };
@@ -169,7 +169,9 @@ async fn handle_findings(
             } else {
                 let text = skipped_notice(&skipped, &ctx.tunables.readback);
                 let nonce = nonce::notice(skipped.last, Notice::Skipped);
-                notify(ctx, channel, &text, &nonce).await;
+                // A reply to the newest of them: the chat records that
+                // everything up to it was dealt with.
+                notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
             }
             ctx.record_processed(channel, skipped.last).await;
         }
@@ -360,11 +362,25 @@ async fn pair(ctx: &Ctx, message: &Message) {
                 message.author.id
             );
             let text = code_message(&code, rules.ttl);
-            notify(ctx, message.channel_id, &text, &pairing_nonce).await;
+            notify_about(
+                ctx,
+                message.channel_id,
+                &text,
+                &pairing_nonce,
+                Some(message.id),
+            )
+            .await;
         }
         PairingDecision::Remind(code) => {
             let text = code_message(&code, rules.ttl);
-            notify(ctx, message.channel_id, &text, &pairing_nonce).await;
+            notify_about(
+                ctx,
+                message.channel_id,
+                &text,
+                &pairing_nonce,
+                Some(message.id),
+            )
+            .await;
         }
         PairingDecision::Silent(why) => log::debug!("stranger not answered: {why}"),
     }
