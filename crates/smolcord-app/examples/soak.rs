@@ -407,7 +407,7 @@ fn main() {
                         sim.rest_fault(RestFault {
                             kind: RestFaultKind::ServerError(500),
                             count: 3,
-                            path_prefix: Some(format!("/api/v10/channels/{channel}/messages")),
+                            path_prefix: Some(format!("GET /api/v10/channels/{channel}/messages")),
                         });
                         history_failures += 1;
                     }
