@@ -423,7 +423,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             channel_id,
             message_id,
         } => match find_message(state, channel_id.get(), message_id.get()) {
-            Some(found) => Response::json(200, &found.object),
+            Some(found) => Response::json(200, &found.as_read_back()),
             None => error(404, 10008, "Unknown Message"),
         },
         // A route the client knows and the simulator does not serve yet.
