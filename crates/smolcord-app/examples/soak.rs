@@ -12,7 +12,10 @@
 //! op 9 that cannot be resumed, or a SIGKILL after which the session
 //! expires (the restart's Resume is refused), with DMs sent inside the
 //! gap, where no session receives them (the bridge reads them back from
-//! the history after its fresh session). At the end it prints how
+//! the history after its fresh session); every other gap, the first
+//! history read of a DM channel fails past the REST client's retries
+//! (three 500s), and the host's clock lags Discord's by 120 s throughout.
+//! At the end it prints how
 //! many replies and results were delivered, lost and duplicated, as the
 //! simulator saw them (a re-send Discord deduplicates by nonce is not a
 //! second message), and exits 1 unless every one arrived exactly once.
@@ -48,6 +51,8 @@ const DM_GAP: Duration = Duration::from_millis(40);
 const SETTLE: Duration = Duration::from_secs(120);
 /// DMs sent inside a gap (alternating users).
 const GAP_DMS: usize = 2;
+/// How far the host's clock lags Discord's (the simulator's).
+const CLOCK_LAG: Duration = Duration::from_secs(120);
 /// Bound on the fresh session after a gap (op 9's 1–5 s wait, the 5 s
 /// identify pacing, a loaded machine).
 const GAP_SESSION: Duration = Duration::from_secs(30);
@@ -268,6 +273,9 @@ fn main() {
     let sim = Simulator::start(SimConfig {
         heartbeat_interval: Duration::from_millis(500),
         command_limit: u32::MAX,
+        // The host's clock lags Discord's (a Pi before NTP): the
+        // read-back must compare on Discord's clock.
+        clock_ahead: CLOCK_LAG,
         ..SimConfig::default()
     })
     .expect("simulator starts");
@@ -301,6 +309,7 @@ fn main() {
     let mut expected: Vec<Expected> = Vec::new();
     let mut applied = BTreeMap::<String, usize>::new();
     let mut unexpected_exits = 0;
+    let mut history_failures = 0;
     let mut slow_gaps = 0;
     let mut dms = Dms {
         sent: 0,
@@ -389,6 +398,18 @@ fn main() {
                 if gap {
                     for _ in 0..GAP_DMS {
                         dms.send(&sim, &mut expected, true);
+                    }
+                    // And every other gap, the first history read of a
+                    // DM channel fails past the REST client's retries.
+                    if fastrand::bool() {
+                        let user = if fastrand::bool() { OWNER } else { ALICE };
+                        let channel = sim.dm_channel_of(user);
+                        sim.rest_fault(RestFault {
+                            kind: RestFaultKind::ServerError(500),
+                            count: 3,
+                            path_prefix: Some(format!("GET /api/v10/channels/{channel}/messages")),
+                        });
+                        history_failures += 1;
                     }
                 }
                 if !op9 {
@@ -488,8 +509,9 @@ fn main() {
         figures[1][0], figures[1][1], figures[1][2]
     );
     println!(
-        "re-sends Discord deduplicated by nonce: {}",
-        totals.duplicates_prevented
+        "re-sends Discord deduplicated by nonce: {}; gaps whose first history read failed: {history_failures}; host clock {} s behind Discord's",
+        totals.duplicates_prevented,
+        CLOCK_LAG.as_secs()
     );
     let clean = figures.iter().all(|row| row[1] == 0 && row[2] == 0);
     if !clean || !status.success() || unexpected_exits > 0 {

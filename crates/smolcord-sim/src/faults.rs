@@ -159,7 +159,9 @@ pub struct RestFault {
     pub kind: RestFaultKind,
     /// How many requests get it.
     pub count: u32,
-    /// Only requests under this path (e.g. `/api/v10/channels`).
+    /// Only requests under this path (e.g. `/api/v10/channels`); with a
+    /// method before it (`GET /api/v10/channels/1/messages`), only
+    /// requests of that method (a history read, not a post).
     pub path_prefix: Option<String>,
 }
 

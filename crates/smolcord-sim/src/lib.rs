@@ -80,7 +80,7 @@
 //! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
 //! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
 //! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
-//! 10008 Unknown Message). A history page carries no message's `nonce`.
+//! 10008 Unknown Message). Neither carries a message's `nonce`.
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original

@@ -203,6 +203,7 @@ fn note_no_user_agent(state: &mut State, request: &Request) {
 pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration> {
     match take_matching(
         &mut shared.lock(),
+        &request.method,
         &request.path,
         true,
         UploadShape::default(),
@@ -214,13 +215,14 @@ pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration>
 
 /// The next REST fault (not a delay) for `path`, if any.
 pub(crate) fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
-    take_matching(state, path, false, UploadShape::default())
+    take_matching(state, "GET", path, false, UploadShape::default())
 }
 
 /// Takes one of the first fault matching `path`: a `Delay` if `delay`,
 /// else any other kind. The identify queue takes only faults aimed at it.
 fn take_matching(
     state: &mut State,
+    method: &str,
     path: &str,
     delay: bool,
     shape: UploadShape,
@@ -231,7 +233,13 @@ fn take_matching(
             && f.kind.applies_to(shape)
             && f.path_prefix
                 .as_deref()
-                .map_or(path != super::queue::PATH, |p| path.starts_with(p))
+                .map_or(path != super::queue::PATH, |p| {
+                    // "GET /api/…": that method only.
+                    match p.split_once(' ') {
+                        Some((m, p)) => m.eq_ignore_ascii_case(method) && path.starts_with(p),
+                        None => path.starts_with(p),
+                    }
+                })
     })?;
     let fault: &mut RestFault = &mut state.rest_faults[index];
     fault.count -= 1;
@@ -319,7 +327,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
     let method = request.method.as_str();
     let bucket = route_bucket(method, &segments);
     let (limits, enforce) = counted_limits(shared);
-    if let Some(kind) = take_matching(state, &request.path, false, shape) {
+    if let Some(kind) = take_matching(state, &request.method, &request.path, false, shape) {
         log::info!(
             "sim: REST fault {kind:?} on {} {}",
             request.method,

@@ -460,3 +460,55 @@ fn a_host_clock_behind_discords_loses_nothing_in_the_gap() {
         assert_eq!(rig.sim.messages_in(dm).len(), 3, "answered twice");
     });
 }
+
+#[test]
+fn a_fresh_state_dir_takes_the_bots_own_replies_as_the_ledger_and_answers_only_the_unanswered() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let dm = rig.sim.dm_channel_of(ALICE);
+        for n in 0..10 {
+            let (message, _) = rig.sim.send_dm(ALICE, "alice", &format!("answered {n}"));
+            processed(&rig, dm, message).await;
+        }
+        first.stop().await;
+        rig.sim.send_dm(ALICE, "alice", "missed 1");
+        rig.sim.send_dm(ALICE, "alice", "missed 2");
+        let_the_session_expire().await;
+        // The Rig's history shows the replies answer their messages.
+        let sent = rig.sim.messages_in(dm);
+        assert!(
+            sent.iter()
+                .all(|m| m.object["message_reference"]["message_id"].is_string()),
+            "{sent:?}"
+        );
+
+        // A new host: the same bot, a fresh state dir.
+        let fresh = tempfile::tempdir().unwrap();
+        let fresh_calls = fresh.path().join("agent-calls");
+        config.state_dir = fresh.path().to_path_buf();
+        config.agent_cmd = Some(answering_agent(&fresh_calls));
+        let second = rig.start(&ex, config, tunables()).await;
+        let sent = rig.messages(dm, 12, T).await;
+        assert_eq!(
+            replies(&sent[10..]),
+            [late("re: missed 1"), late("re: missed 2")]
+        );
+        second.stop().await;
+        assert_eq!(
+            line_count(&fresh_calls),
+            2,
+            "the agent ran again for answered DMs"
+        );
+        let sent = rig.sim.messages_in(dm);
+        assert_eq!(sent.len(), 12, "{:?}", replies(&sent));
+        assert!(
+            !sent.iter().any(|m| m.content.contains("went unanswered")),
+            "a notice for what was answered"
+        );
+    });
+}

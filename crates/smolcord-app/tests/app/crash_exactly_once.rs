@@ -13,7 +13,10 @@
 //! that cannot be resumed (op 9 `false`), and restarts after the session
 //! expired (the Resume is refused), each with DMs sent inside the gap,
 //! which no session receives: the bridge must read them back from the
-//! history after its fresh session. They count like every other message.
+//! history after its fresh session (whose first history read of the
+//! owner's channel fails past the REST client's retries: it is read
+//! again). They count like every other message. The host's clock lags
+//! Discord's (the simulator's) by 120 s throughout.
 //! About 60 s; it prints its figures.
 //! `SMOLCORD_CRASH_SEED=N` replays one schedule of kills (the DM timing
 //! still varies); `SMOLCORD_CRASH_LOG=FILE` keeps the bot's log.
@@ -21,7 +24,9 @@
 
 use rustix::process::{kill_process, Pid, Signal};
 use smolcord::protocol::Snowflake;
-use smolcord_sim::{Fault, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN};
+use smolcord_sim::{
+    Fault, RestFault, RestFaultKind, SimConfig, SimEvent, Simulator, DEFAULT_SIM_TOKEN,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -185,6 +190,16 @@ fn gap(sim: &Simulator, state: &Path, bot: Child, book: &DmBook, expire: bool) -
     for _ in 0..GAP_DMS {
         send_dm(sim, &mut book, true);
     }
+    // The first history read of the owner's DM channel fails past the
+    // REST client's retries: the channel stays held and is read again.
+    sim.rest_fault(RestFault {
+        kind: RestFaultKind::ServerError(500),
+        count: 3,
+        path_prefix: Some(format!(
+            "GET /api/v10/channels/{}/messages",
+            sim.dm_channel_of(OWNER)
+        )),
+    });
     if expire {
         bot = start(sim, state);
     }
@@ -313,6 +328,9 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
         // much Discord keeps for a resume (the whole run stays within the
         // 90 s resume window).
         replay_capacity: 100_000,
+        // The host's clock lags Discord's (a Pi before NTP): the
+        // read-back compares on Discord's clock.
+        clock_ahead: Duration::from_secs(120),
         ..SimConfig::default()
     })
     .unwrap();

@@ -693,3 +693,28 @@ fn control_api_bad_requests_get_400_naming_the_problem() {
         assert_eq!(control(&sim, "GET", "/stats", None).await.status, 200);
     });
 }
+
+#[test]
+fn a_rest_fault_with_a_method_takes_only_that_method_and_answers_carry_date() {
+    run(async {
+        let sim = sim();
+        let channel = sim.config().guilds[0].channels[0].id;
+        let path = format!("/api/v10/channels/{channel}/messages");
+        sim.rest_fault(RestFault {
+            kind: RestFaultKind::ServerError(500),
+            count: 1,
+            path_prefix: Some(format!("GET {path}")),
+        });
+        let mut conn = Http::connect(&sim).await;
+        let body = json!({"content": "hi"});
+        let posted = conn.request("POST", &path, true, Some(&body)).await;
+        assert_eq!(posted.status, 200, "a post is not a history read");
+        let date = posted.header("date").expect("a Date header").to_owned();
+        assert!(smolcord::rest::parse_http_date(&date).is_some(), "{date}");
+        let read = conn
+            .request("GET", &format!("{path}?limit=5"), true, None)
+            .await;
+        assert_eq!(read.status, 500);
+        assert_eq!(conn.request("GET", &path, true, None).await.status, 200);
+    });
+}

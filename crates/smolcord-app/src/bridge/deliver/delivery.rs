@@ -245,7 +245,8 @@ pub(crate) async fn send<R: Record>(
             }
         }
         (Err(e), None) if !channel_refuses(e) => {
-            notify(ctx, channel, &outcome, &record.undelivered_nonce()).await;
+            let nonce = record.undelivered_nonce();
+            notify_about(ctx, channel, &outcome, &nonce, record.replies_to()).await;
         }
         _ => {}
     }
@@ -441,11 +442,23 @@ fn upload(text: &str) -> Upload<'_> {
 /// Sends a short notice (errors, pairing codes) under `nonce`; failures
 /// are logged and recorded, never retried beyond what the REST client does.
 pub(crate) async fn notify(ctx: &Ctx, channel: Snowflake, text: &str, nonce: &Nonce) -> bool {
-    match ctx
-        .rest
-        .create_message(channel, &MessageDraft::text(text).nonce(nonce))
-        .await
-    {
+    notify_about(ctx, channel, text, nonce, None).await
+}
+
+/// [`notify`], as a reply to `about` (the message it is the answer to:
+/// the chat then records that it was answered; docs/exactly-once.md).
+pub(crate) async fn notify_about(
+    ctx: &Ctx,
+    channel: Snowflake,
+    text: &str,
+    nonce: &Nonce,
+    about: Option<Snowflake>,
+) -> bool {
+    let draft = match about {
+        Some(message) => MessageDraft::text(text).reply_to(message),
+        None => MessageDraft::text(text),
+    };
+    match ctx.rest.create_message(channel, &draft.nonce(nonce)).await {
         Ok(_) => true,
         Err(e) => {
             log::warn!("sending a notice failed: {e}");

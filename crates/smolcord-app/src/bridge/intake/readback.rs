@@ -525,13 +525,24 @@ async fn read_channel(
     // cannot be told from what another bridge (or a lost state dir)
     // answered.
     let mut cursor = mark.unwrap_or_else(|| snowflake_at(oldest_ms));
+    // The newest of them to answer (at most `per_channel`, whole).
     let mut kept: VecDeque<Message> = VecDeque::new();
-    let mut skipped: Option<Skipped> = None;
+    // The ones not answered (too old, past `per_channel`): ids only.
+    let mut passed: Vec<(Snowflake, Snowflake)> = Vec::new();
+    // The history as the ledger: the newest message the bot's own
+    // messages here reply to. The bridge handles a channel's messages in
+    // order, so everything up to it was dealt with — by this state dir or
+    // by one that was lost (docs/exactly-once.md).
+    let mut ledger: Option<Snowflake> = None;
+    // Past the page bound, the first message of the newest page: between
+    // the pages read and it, messages went unread.
+    let mut unread_until: Option<Snowflake> = None;
+    let mut unread_from = cursor;
     let mut pages = 0;
-    let mut jumped;
     // Halved while a page is over the REST client's answer cap (long
     // messages, embeds): the same messages, read in smaller pages.
     let mut limit = PAGE;
+    let bot = ctx.bot_user();
     loop {
         // The page bound counts messages asked for, so smaller pages
         // cover as much.
@@ -548,68 +559,101 @@ async fn read_channel(
             read => read?,
         };
         // Past the page bound: the newest page, the rest unread.
-        jumped = after.is_none();
+        let jumped = after.is_none();
         pages += usize::from(limit);
-        let unread_from = cursor;
-        let began = discord_ms(ctx, began_ms) + DATE_SLACK_MS;
+        let began_exact = discord_ms(ctx, began_ms);
+        let began = began_exact + date_slack_ms(ctx);
         oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
         let full = page.len() >= usize::from(limit);
         page.sort_unstable_by_key(|m| m.id);
-        let skipped_before = jumped && page.first().is_some_and(|m| m.id > cursor);
+        if jumped && full {
+            unread_from = cursor;
+            unread_until = page.first().map(|m| m.id).filter(|first| *first > cursor);
+        }
         let mut reached_the_session = false;
-        for message in page.into_iter().filter(|m| m.id > unread_from) {
+        let read_from = cursor;
+        for message in page.into_iter().filter(|m| m.id > read_from) {
             // Sent once the session was up: the session delivers it.
             if snowflake_unix_ms(message.id) >= began {
                 reached_the_session = true;
                 break;
             }
             cursor = message.id;
-            if ctx.bot_user() == Some(message.author.id)
-                || message.author.bot == Some(true)
-                || ctx.is_processed(channel, message.id)
-            {
+            if bot == Some(message.author.id) || message.author.bot == Some(true) {
+                let answered = message.message_reference.as_ref().and_then(|r| {
+                    r.message_id
+                        .filter(|_| r.channel_id.is_none_or(|c| c == channel))
+                });
+                if bot == Some(message.author.id) {
+                    if let Some(answered) = answered {
+                        ledger = ledger.max(Some(answered));
+                        kept.retain(|m| m.id > answered);
+                    }
+                }
+                continue;
+            }
+            if ctx.is_processed(channel, message.id) {
+                continue;
+            }
+            if snowflake_unix_ms(message.id) >= began_exact {
+                // In the slack past the session's start: maybe the
+                // session's, which delivers it. Answered here only while
+                // there is room (once, by the marks), never counted as
+                // unanswered, and never taking an older one's place.
+                if kept.len() < bounds.per_channel {
+                    kept.push_back(message);
+                }
                 continue;
             }
             if snowflake_unix_ms(message.id) < oldest_ms {
-                skip(&mut skipped, &message);
+                passed.push((message.id, message.author.id));
                 continue;
             }
             kept.push_back(message);
             if kept.len() > bounds.per_channel {
                 if let Some(oldest) = kept.pop_front() {
-                    skip(&mut skipped, &oldest);
+                    passed.push((oldest.id, oldest.author.id));
                 }
             }
         }
-        if jumped {
-            if skipped_before && full {
-                // Messages between the pages read and the newest one went
-                // unread: counted as "more than".
-                let front = kept.front().map(|m| (m.id, m.author.id));
-                match (skipped.as_mut(), front) {
-                    (Some(entry), _) => entry.more = true,
-                    (None, Some((id, author))) => {
-                        skipped = Some(Skipped {
-                            count: 0,
-                            more: true,
-                            first_unix_ms: snowflake_unix_ms(unread_from),
-                            last: Snowflake::new(id.get().saturating_sub(1)),
-                            author,
-                        })
-                    }
-                    (None, None) => {}
-                }
-            }
-            break;
-        }
-        if !full || reached_the_session {
+        if jumped || !full || reached_the_session {
             break;
         }
         futures_lite::future::yield_now().await;
     }
+    let answered = |id: Snowflake| ledger.is_some_and(|l| id <= l);
+    if ledger.is_some() && mark.is_none_or(|m| ledger > Some(m)) {
+        log::info!(
+            "read-back: channel {channel}: the bot's replies there show everything up to message {} answered",
+            ledger.map_or(0, Snowflake::get)
+        );
+    }
+    kept.retain(|m| !answered(m.id));
+    let mut skipped: Option<Skipped> = None;
+    for (id, author) in passed.into_iter().filter(|(id, _)| !answered(*id)) {
+        skip(&mut skipped, id, author);
+    }
+    if let Some(until) = unread_until.filter(|until| !answered(*until)) {
+        // Messages between the pages read and the newest one went unread:
+        // counted as "more than".
+        let front = kept.front().map(|m| (m.id, m.author.id));
+        match (skipped.as_mut(), front) {
+            (Some(entry), _) => entry.more = true,
+            (None, Some((_, author))) => {
+                skipped = Some(Skipped {
+                    count: 0,
+                    more: true,
+                    first_unix_ms: snowflake_unix_ms(unread_from),
+                    last: Snowflake::new(until.get().saturating_sub(1)),
+                    author,
+                })
+            }
+            (None, None) => {}
+        }
+    }
     while kept.len() > *budget {
         if let Some(oldest) = kept.pop_front() {
-            skip(&mut skipped, &oldest);
+            skip(&mut skipped, oldest.id, oldest.author.id);
         }
     }
     *budget -= kept.len();
@@ -617,11 +661,19 @@ async fn read_channel(
 }
 
 /// How far past the session's start (on Discord's clock) the history is
-/// still read: `Date` has whole seconds, so the start is known within
-/// about one. Reading a message the session delivers too costs nothing
-/// (the processed marks answer it once); missing one sent in the gap's
-/// last second would lose it.
+/// still read when the host's clock is corrected by `Date`, which has
+/// whole seconds: the start is then known within about one. Reading a
+/// message the session delivers too costs nothing (the processed marks
+/// answer it once); missing one sent in the gap's last second would lose
+/// it. A host clock within that second is taken as it is (finer).
 const DATE_SLACK_MS: u64 = 1_000;
+
+fn date_slack_ms(ctx: &Ctx) -> u64 {
+    match ctx.rest.clock_skew_ms() {
+        Some(skew) if skew != 0 => DATE_SLACK_MS,
+        _ => 0,
+    }
+}
 
 /// `host_ms` (the host's clock) on Discord's clock, as far as its REST
 /// answers have told (`Date`): message times are Discord's, and a host
@@ -631,20 +683,20 @@ fn discord_ms(ctx: &Ctx, host_ms: u64) -> u64 {
     host_ms.saturating_add_signed(ctx.rest.clock_skew_ms().unwrap_or(0))
 }
 
-/// Counts `message` among the channel's unanswered ones.
-fn skip(skipped: &mut Option<Skipped>, message: &Message) {
-    let at = snowflake_unix_ms(message.id);
+/// Counts message `id` (by `author`) among the channel's unanswered ones.
+fn skip(skipped: &mut Option<Skipped>, id: Snowflake, author: Snowflake) {
+    let at = snowflake_unix_ms(id);
     let entry = skipped.get_or_insert(Skipped {
         count: 0,
         more: false,
         first_unix_ms: at,
-        last: message.id,
-        author: message.author.id,
+        last: id,
+        author,
     });
     entry.count += 1;
     entry.first_unix_ms = entry.first_unix_ms.min(at);
-    if message.id >= entry.last {
-        entry.last = message.id;
-        entry.author = message.author.id;
+    if id >= entry.last {
+        entry.last = id;
+        entry.author = author;
     }
 }

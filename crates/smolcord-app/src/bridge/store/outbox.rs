@@ -72,8 +72,10 @@ pub(crate) trait Record: Serialize {
     /// What went out so far.
     fn sent(&mut self) -> &mut Sent;
     /// The message its first part replies to (Discord's reply, quoting
-    /// it), if any: a reply in a server channel, where several
-    /// conversations share one channel.
+    /// it, no ping): in a DM and a server channel alike, so the chat itself
+    /// records what was answered (the read-back's ledger, and several
+    /// conversations sharing a server channel). None in its thread, which
+    /// the message heads already.
     fn replies_to(&self) -> Option<Snowflake> {
         None
     }
@@ -114,9 +116,7 @@ pub(crate) struct ReplyRecord {
 impl Record for ReplyRecord {
     fn replies_to(&self) -> Option<Snowflake> {
         // In its thread, the message heads the thread already.
-        self.guild_id
-            .filter(|_| self.deliver_to.is_none())
-            .map(|_| self.message_id)
+        self.deliver_to.is_none().then_some(self.message_id)
     }
 
     fn file_name(&self) -> String {

@@ -82,10 +82,10 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
         // the message heads the conversation already (no reply needed).
         let channel = task.thread_id.unwrap_or(task.channel_id);
         let message = task.message_id;
-        let in_guild = task.guild_id.is_some() && task.thread_id.is_none();
+        let as_reply = task.thread_id.is_none();
         let placeholder = placeholder.clone();
         ctx.clone().spawn("bridge-typing", async move {
-            indicate(&ctx, channel, message, in_guild, stop_rx, &placeholder).await;
+            indicate(&ctx, channel, message, as_reply, stop_rx, &placeholder).await;
             let _ = done_tx.try_send(placeholder.borrow_mut().take());
         });
     }
@@ -233,12 +233,13 @@ const INDICATOR_TIMEOUT: Duration = Duration::from_secs(5);
 /// abandoned when `stop` closes; a placeholder call in flight is finished
 /// first, and none is started after `stop`. The placeholder's nonce comes
 /// from `message`, so a run repeated after a crash finds the first one.
-/// `in_guild`: the placeholder is a Discord reply to `message`.
+/// `as_reply`: the placeholder is a Discord reply to `message` (not in a
+/// thread, which the message heads).
 async fn indicate(
     ctx: &Ctx,
     channel: Snowflake,
     message: Snowflake,
-    in_guild: bool,
+    as_reply: bool,
     stop: channel::Receiver<()>,
     placeholder: &RefCell<Option<Snowflake>>,
 ) {
@@ -284,9 +285,10 @@ async fn indicate(
                 placeholder_at = None;
                 let nonce = nonce::placeholder(message);
                 let mut draft = MessageDraft::text(PLACEHOLDER).nonce(&nonce);
-                if in_guild {
-                    // The reply replaces it by an edit, which cannot add
-                    // the reference: it is the reply from the start.
+                if as_reply {
+                    // A reply to the message: the answer replaces it by an
+                    // edit, which keeps the reference but cannot add it,
+                    // and the chat records what it answers (the ledger).
                     draft = draft.reply_to(message);
                 }
                 match rest.create_message(channel, &draft).await {

@@ -18,7 +18,7 @@ use crate::bridge::access::pairing::{self, code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::channel_refused;
-use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
+use crate::bridge::deliver::delivery::{self, notify, notify_about, Plan, Settle};
 use crate::bridge::deliver::files_out::{self, Outgoing};
 use crate::bridge::deliver::reaction::{self, Stage};
 use crate::bridge::jobs::backlog::{
@@ -174,7 +174,9 @@ async fn handle_findings(
             } else {
                 let text = skipped_notice(&skipped, &ctx.tunables.readback);
                 let nonce = nonce::notice(skipped.last, Notice::Skipped);
-                notify(ctx, channel, &text, &nonce).await;
+                // A reply to the newest of them: the chat records that
+                // everything up to it was dealt with.
+                notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
             }
             ctx.record_processed(channel, skipped.last).await;
         }
@@ -378,11 +380,25 @@ async fn pair(ctx: &Ctx, message: &Message) {
                 message.author.id
             );
             let text = code_message(&code, rules.ttl);
-            notify(ctx, message.channel_id, &text, &pairing_nonce).await;
+            notify_about(
+                ctx,
+                message.channel_id,
+                &text,
+                &pairing_nonce,
+                Some(message.id),
+            )
+            .await;
         }
         PairingDecision::Remind(code) => {
             let text = code_message(&code, rules.ttl);
-            notify(ctx, message.channel_id, &text, &pairing_nonce).await;
+            notify_about(
+                ctx,
+                message.channel_id,
+                &text,
+                &pairing_nonce,
+                Some(message.id),
+            )
+            .await;
         }
         PairingDecision::Silent(why) => log::debug!("stranger not answered: {why}"),
     }
