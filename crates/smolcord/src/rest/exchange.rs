@@ -47,7 +47,7 @@ impl Body {
     /// pool, without following a link), each read for no more than its
     /// listed length.
     #[allow(clippy::disallowed_methods, clippy::disallowed_types)] // on the blocking pool
-    fn reader(&self) -> std::io::Result<Box<dyn Read + Send>> {
+    fn reader(&self) -> Result<Box<dyn Read + Send>, RestError> {
         let mut chain: Box<dyn Read + Send> = Box::new(std::io::empty());
         for segment in self.segments.iter() {
             chain = match segment {
@@ -57,8 +57,9 @@ impl Body {
                         .read(true)
                         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
                         .open(path)
-                        .map_err(|e| {
-                            std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                        .map_err(|e| RestError::LocalIo {
+                            path: path.display().to_string(),
+                            detail: e.to_string(),
                         })?;
                     Box::new(chain.chain(ExactLen {
                         inner: file.take(*len),
@@ -141,11 +142,7 @@ fn build(
             builder = builder
                 .header("Content-Type", body.content_type.as_str())
                 .header("Content-Length", body.len());
-            let reader = body.reader().map_err(|e| RestError::LocalIo {
-                path: route.to_owned(),
-                detail: e.to_string(),
-            })?;
-            SendBody::from_owned_reader(reader)
+            SendBody::from_owned_reader(body.reader()?)
         }
         None => SendBody::none(),
     };
