@@ -62,6 +62,29 @@ pub struct RuntimeState {
     /// conversation needs a mention again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub threads: BTreeMap<Snowflake, Snowflake>,
+    /// The latest fresh sessions of shard 0 (which carries the DMs): when
+    /// each began and when it was last known live (or resumable), the
+    /// newest [`LIVE_SPANS`]. A message sent inside a span was dispatched
+    /// to that session (a resume replays what it missed); one sent between
+    /// two spans was sent in a gap. A read-back counts its per-chat bound
+    /// per gap, and what a session received not at all
+    /// (docs/exactly-once.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<LiveSpan>,
+}
+
+/// Fresh sessions remembered in `runtime.json` (16 bytes each): gaps
+/// further back are counted as one.
+pub const LIVE_SPANS: usize = 8;
+
+/// When one session was live, host clock (unix ms).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveSpan {
+    /// Its READY.
+    pub from: u64,
+    /// The last moment it was known live: a message it dispatched, its
+    /// RESUMED, a write of `runtime.json` while it was up.
+    pub to: u64,
 }
 
 /// Threads remembered in `runtime.json` (a few dozen bytes each).
@@ -114,6 +137,26 @@ impl RuntimeState {
     /// that is news (to be written).
     pub fn remember_dm(&mut self, user: Snowflake, channel: Snowflake) -> bool {
         self.dm_channels.insert(user, channel) != Some(channel)
+    }
+
+    /// A fresh session began (READY on shard 0) at `at`.
+    pub fn session_began(&mut self, at: u64) {
+        self.live.push(LiveSpan { from: at, to: at });
+        if self.live.len() > LIVE_SPANS {
+            self.live.remove(0);
+        }
+    }
+
+    /// The newest session was live (or resumable) at `at`; true if that is
+    /// news.
+    pub fn session_seen(&mut self, at: u64) -> bool {
+        match self.live.last_mut() {
+            Some(span) if at > span.to => {
+                span.to = at;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Forgets the DM channels of users no longer answered (their marks

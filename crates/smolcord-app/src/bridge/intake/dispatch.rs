@@ -200,6 +200,7 @@ impl Loop {
                             // the session is: a crash in between would
                             // resume it and never read back.
                             if shard == 0 {
+                                self.readback.session_began(&self.ctx, began);
                                 self.readback.mark_due(&self.ctx).await;
                             }
                             self.session_started().await;
@@ -209,6 +210,10 @@ impl Loop {
                         }
                         "RESUMED" => {
                             self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            if shard == 0 {
+                                // What it missed is replayed: live throughout.
+                                self.readback.session_seen(&self.ctx, true);
+                            }
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
@@ -218,6 +223,9 @@ impl Loop {
                             }
                             match dispatch.data::<Message>() {
                                 Ok(message) => {
+                                    if shard == 0 {
+                                        self.readback.session_seen(&self.ctx, false);
+                                    }
                                     self.readback.before_message(&self.ctx, &message);
                                     let outcome =
                                         self.on_message(message, shard, seq, stop.as_mut()).await;
@@ -490,6 +498,13 @@ impl Loop {
                             break;
                         }
                         Room::Wait => {
+                            if shard == 0 {
+                                // The session received this one and may go
+                                // on without the loop for a while: on
+                                // disk, so a crash meanwhile does not count
+                                // what it received as a gap's.
+                                self.readback.session_seen(&self.ctx, true);
+                            }
                             if !self.wait_for_room(freed, stop.as_mut()).await {
                                 // Not handled: the saved seq stays below
                                 // it, so a resume replays it.

@@ -42,7 +42,8 @@
 use crate::bridge::access::restart::PROCESSED_CHANNELS;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::jobs::backlog::{
-    self, snowflake_at, snowflake_unix_ms, Findings, Skipped, Tally, Unread, PAGE,
+    self, bucket, snowflake_at, snowflake_unix_ms, Bucket, Findings, Kept, Skipped, Tally, Unread,
+    PAGE,
 };
 use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::work::worker;
@@ -149,6 +150,23 @@ impl Readback {
         }
         if !ctx.runtime_writer.flush().await {
             log::warn!("runtime.json could not be written at session start; a crash during the read-back would not repeat it");
+        }
+    }
+
+    /// A fresh session began at `began_unix_ms` (READY on shard 0): the
+    /// start of its span in `runtime.json`, written with `readback_due`
+    /// (call before [`Readback::mark_due`]).
+    pub fn session_began(&self, ctx: &Ctx, began_unix_ms: u64) {
+        ctx.runtime.borrow_mut().session_began(began_unix_ms);
+    }
+
+    /// The newest session is live (a message it dispatched, its RESUMED):
+    /// its span grows, on disk with the next write of `runtime.json`, or
+    /// at once (debounced) when `write`.
+    pub fn session_seen(&self, ctx: &Ctx, write: bool) {
+        let mut runtime = ctx.runtime.borrow_mut();
+        if runtime.session_seen(now_unix_ms()) && write {
+            ctx.runtime_writer.set(&*runtime);
         }
     }
 
@@ -525,8 +543,9 @@ async fn read_channel(
     // cannot be told from what another bridge (or a lost state dir)
     // answered.
     let mut cursor = mark.unwrap_or_else(|| snowflake_at(oldest_ms));
-    // The newest of them to answer (at most `per_channel`, whole).
-    let mut kept: VecDeque<Message> = VecDeque::new();
+    // The newest of them to answer: per gap `per_channel`, what the
+    // sessions received all, within what is left of the total.
+    let mut kept: Kept<Message> = Kept::new(bounds.per_channel, *budget);
     // The ones not answered (too old, past `per_channel`): ids only.
     let mut passed: Vec<(Snowflake, Snowflake)> = Vec::new();
     // The history as the ledger: the newest message the bot's own
@@ -563,6 +582,7 @@ async fn read_channel(
         pages += usize::from(limit);
         let began_exact = discord_ms(ctx, began_ms);
         let began = began_exact + date_slack_ms(ctx);
+        let spans = live_spans(ctx);
         oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
         let full = page.len() >= usize::from(limit);
         page.sort_unstable_by_key(|m| m.id);
@@ -600,20 +620,18 @@ async fn read_channel(
                 // session's, which delivers it. Answered here only while
                 // there is room (once, by the marks), never counted as
                 // unanswered, and never taking an older one's place.
-                if kept.len() < bounds.per_channel {
-                    kept.push_back(message);
+                if kept.len() < bounds.per_channel.min(*budget) {
+                    kept.push(message, Bucket::Live);
                 }
                 continue;
             }
-            if snowflake_unix_ms(message.id) < oldest_ms {
+            let sent = snowflake_unix_ms(message.id);
+            if sent < oldest_ms {
                 passed.push((message.id, message.author.id));
                 continue;
             }
-            kept.push_back(message);
-            if kept.len() > bounds.per_channel {
-                if let Some(oldest) = kept.pop_front() {
-                    passed.push((oldest.id, oldest.author.id));
-                }
+            if let Some(out) = kept.push(message, bucket(sent, &spans)) {
+                passed.push((out.id, out.author.id));
             }
         }
         if jumped || !full || reached_the_session {
@@ -629,6 +647,7 @@ async fn read_channel(
         );
     }
     kept.retain(|m| !answered(m.id));
+    let kept = kept.into_vec();
     let mut skipped: Option<Skipped> = None;
     for (id, author) in passed.into_iter().filter(|(id, _)| !answered(*id)) {
         skip(&mut skipped, id, author);
@@ -636,7 +655,7 @@ async fn read_channel(
     if let Some(until) = unread_until.filter(|until| !answered(*until)) {
         // Messages between the pages read and the newest one went unread:
         // counted as "more than".
-        let front = kept.front().map(|m| (m.id, m.author.id));
+        let front = kept.first().map(|m| (m.id, m.author.id));
         match (skipped.as_mut(), front) {
             (Some(entry), _) => entry.more = true,
             (None, Some((_, author))) => {
@@ -651,13 +670,23 @@ async fn read_channel(
             (None, None) => {}
         }
     }
-    while kept.len() > *budget {
-        if let Some(oldest) = kept.pop_front() {
-            skip(&mut skipped, oldest.id, oldest.author.id);
-        }
-    }
-    *budget -= kept.len();
-    Ok((skipped, kept.into()))
+    // Kept within it while reading.
+    *budget = budget.saturating_sub(kept.len());
+    Ok((skipped, kept))
+}
+
+/// When the bridge's sessions were live, on Discord's clock, oldest first
+/// (`runtime.json`'s `live`). Between the last sign of a session and the
+/// next one's READY the bridge was offline, as far as it knows: a kill,
+/// an outage, an op 9. (A session whose RESUMED came in meanwhile is
+/// live over the time it was resumable: the resume replayed it.)
+fn live_spans(ctx: &Ctx) -> Vec<(u64, u64)> {
+    ctx.runtime
+        .borrow()
+        .live
+        .iter()
+        .map(|span| (discord_ms(ctx, span.from), discord_ms(ctx, span.to)))
+        .collect()
 }
 
 /// How far past the session's start (on Discord's clock) the history is

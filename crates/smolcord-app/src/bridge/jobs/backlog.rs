@@ -60,6 +60,81 @@ impl Default for ReadbackBounds {
 /// answer cap.
 pub(crate) const PAGE: u8 = 50;
 
+/// Which of the read-back's bounds a message it found counts against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bucket {
+    /// Sent while a session of the bridge was live (or resumable): it was
+    /// dispatched to the bridge, which owes it an answer (a crash or a
+    /// channel held by its read-back kept it from one). Counted only
+    /// against the total, which bounds what a read-back holds.
+    Live,
+    /// Sent in the gap before the `n`th session remembered (the number of
+    /// sessions that began before it): `per_channel` of each gap.
+    Gap(usize),
+}
+
+/// Where a message sent at `sent_ms` falls among `spans` (when sessions
+/// were live, oldest first, on the same clock as `sent_ms`).
+pub(crate) fn bucket(sent_ms: u64, spans: &[(u64, u64)]) -> Bucket {
+    if spans
+        .iter()
+        .any(|&(from, to)| from <= sent_ms && sent_ms <= to)
+    {
+        return Bucket::Live;
+    }
+    Bucket::Gap(spans.iter().filter(|(from, _)| *from <= sent_ms).count())
+}
+
+/// What a read-back keeps of one channel while it reads it, oldest first:
+/// per gap the newest `per_gap`, and at most `cap` (what is left of the
+/// total) in all, the newest. What falls out is handed back, to be counted
+/// in the notice.
+pub(crate) struct Kept<T> {
+    items: std::collections::VecDeque<(T, Bucket)>,
+    per_gap: usize,
+    cap: usize,
+}
+
+impl<T> Kept<T> {
+    pub fn new(per_gap: usize, cap: usize) -> Kept<T> {
+        Kept {
+            items: std::collections::VecDeque::new(),
+            per_gap,
+            cap,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Keeps `item` (newer than every one kept); returns the one that no
+    /// longer fits, if any.
+    pub fn push(&mut self, item: T, bucket: Bucket) -> Option<T> {
+        self.items.push_back((item, bucket));
+        if let Bucket::Gap(_) = bucket {
+            let mut of_gap = self.items.iter().filter(|(_, b)| *b == bucket);
+            if of_gap.nth(self.per_gap).is_some() {
+                let oldest = self.items.iter().position(|(_, b)| *b == bucket)?;
+                return self.items.remove(oldest).map(|(item, _)| item);
+            }
+        }
+        if self.items.len() > self.cap {
+            return self.items.pop_front().map(|(item, _)| item);
+        }
+        None
+    }
+
+    /// Keeps only what `keep` says.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        self.items.retain(|(item, _)| keep(item));
+    }
+
+    pub fn into_vec(self) -> Vec<T> {
+        self.items.into_iter().map(|(item, _)| item).collect()
+    }
+}
+
 /// Messages of a channel that the read-back did not answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Skipped {
@@ -229,6 +304,54 @@ mod tests {
         assert_eq!(clock_utc(0), "00:00");
         assert_eq!(late_prefix(0), "(sent while I was offline, 00:00 UTC)");
         assert_eq!(snowflake_at(0), Snowflake::new(0));
+    }
+
+    #[test]
+    fn a_message_counts_against_its_gap_or_as_the_sessions() {
+        let spans = [(100, 200), (300, 300), (400, 450)];
+        let table = [
+            (50, Bucket::Gap(0)),
+            (100, Bucket::Live),
+            (200, Bucket::Live),
+            (201, Bucket::Gap(1)),
+            (300, Bucket::Live),
+            (350, Bucket::Gap(2)),
+            (449, Bucket::Live),
+            (451, Bucket::Gap(3)),
+        ];
+        for (sent, expected) in table {
+            assert_eq!(bucket(sent, &spans), expected, "sent at {sent}");
+        }
+        // Nothing remembered (a state dir from before): one gap.
+        assert_eq!(bucket(5, &[]), Bucket::Gap(0));
+    }
+
+    #[test]
+    fn each_gap_keeps_its_newest_and_the_total_its_newest() {
+        // Two a gap, five in all.
+        let mut kept = Kept::new(2, 5);
+        let mut out = Vec::new();
+        let pushes = [
+            (1, Bucket::Gap(0)),
+            (2, Bucket::Gap(0)),
+            (3, Bucket::Gap(0)),
+            (4, Bucket::Live),
+            (5, Bucket::Live),
+            (6, Bucket::Live),
+            (7, Bucket::Gap(1)),
+        ];
+        for (id, b) in pushes {
+            out.extend(kept.push(id, b));
+        }
+        // 1: its gap's third; 2: over the total.
+        assert_eq!(out, [1, 2]);
+        assert_eq!(kept.into_vec(), [3, 4, 5, 6, 7]);
+        // A session's backlog is not cut by the per-gap bound.
+        let mut kept = Kept::new(2, 64);
+        for id in 0..30 {
+            assert_eq!(kept.push(id, Bucket::Live), None);
+        }
+        assert_eq!(kept.len(), 30);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::bridge::deliver::delivery::{self, notify, notify_about, Plan, Settle}
 use crate::bridge::deliver::files_out::{self, Outgoing};
 use crate::bridge::deliver::reaction::{self, Stage};
 use crate::bridge::jobs::backlog::{
-    late_prefix, skipped_notice, snowflake_unix_ms, unread_notice, Findings, Tally,
+    late_prefix, skipped_notice, snowflake_unix_ms, unread_notice, Findings, Skipped, Tally,
 };
 use crate::bridge::jobs::inflight::JobGuard;
 use crate::bridge::jobs::queue::{Job, Work};
@@ -163,28 +163,18 @@ async fn handle_findings(
             notify(ctx, channel, &text, &nonce::notice(channel, Notice::Unread)).await;
         }
     }
-    if let Some(skipped) = skipped {
-        if !ctx.is_processed(channel, skipped.last) {
-            // Strangers are told nothing beyond the pairing rules.
-            if ctx.fresh_role(skipped.author).await == Role::Stranger {
-                log::info!(
-                    "read-back: {} message(s) of a stranger in channel {channel} not answered",
-                    skipped.count
-                );
-            } else {
-                let text = skipped_notice(&skipped, &ctx.tunables.readback);
-                let nonce = nonce::notice(skipped.last, Notice::Skipped);
-                // A reply to the newest of them: the chat records that
-                // everything up to it was dealt with.
-                notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
-            }
-            ctx.record_processed(channel, skipped.last).await;
-        }
-    }
+    // The notice goes in its place among the answers: before the first
+    // message newer than the newest it counts (a gap's, older than what a
+    // later session received, may be answered after it), so the processed
+    // mark and the chat's ledger never pass a message still to answer.
+    let mut skipped = skipped;
     for message in messages {
         if ctx.stopping.get() {
             // Unfinished: the read-back is due again at the next start.
             return false;
+        }
+        if let Some(skipped) = skipped.take_if(|s| s.last < message.id) {
+            skipped_notice_sent(ctx, channel, skipped).await;
         }
         if ctx.is_processed(channel, message.id) {
             continue;
@@ -208,10 +198,34 @@ async fn handle_findings(
         }
         Tally::add(&tally.handled, 1);
     }
+    if let Some(skipped) = skipped {
+        skipped_notice_sent(ctx, channel, skipped).await;
+    }
     tally
         .unfinished
         .set(tally.unfinished.get().saturating_sub(1));
     true
+}
+
+/// The one notice for what a read-back did not answer in `channel` (none
+/// to a stranger, by the pairing rules), then its processed mark.
+async fn skipped_notice_sent(ctx: &Rc<Ctx>, channel: Snowflake, skipped: Skipped) {
+    if ctx.is_processed(channel, skipped.last) {
+        return;
+    }
+    if ctx.fresh_role(skipped.author).await == Role::Stranger {
+        log::info!(
+            "read-back: {} message(s) of a stranger in channel {channel} not answered",
+            skipped.count
+        );
+    } else {
+        let text = skipped_notice(&skipped, &ctx.tunables.readback);
+        let nonce = nonce::notice(skipped.last, Notice::Skipped);
+        // A reply to the newest of them: the chat records that everything
+        // up to it was dealt with.
+        notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
+    }
+    ctx.record_processed(channel, skipped.last).await;
 }
 
 /// How long before the session began a message must have been sent to be
