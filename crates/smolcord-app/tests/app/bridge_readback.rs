@@ -642,3 +642,66 @@ fn a_gap_over_its_bound_gets_its_notice_after_the_older_backlog_is_answered() {
         assert_eq!(line_count(&calls), 1 + 3 + 2 + 20, "the agent ran twice for one");
     });
 }
+
+/// The give-up at the end of "a gap is closed only by reading it": a
+/// channel whose history read keeps failing is held, and read again, until
+/// its gap has aged out of the age bound (an hour; here 3 s, so it runs in
+/// seconds); then its user gets the one notice that it could not be read,
+/// and its gate opens: what the session received meanwhile is answered
+/// after it, the gap's messages never (nothing read them).
+#[test]
+fn a_channel_whose_history_never_reads_gets_the_could_not_read_notice_when_its_gap_ages_out() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let dm = answered_then_gap(&rig, &ex, config.clone(), &["gap 1", "gap 2"]).await;
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::ServerError(500),
+                count: 100_000,
+                path_prefix: None,
+            }
+            // Reads only: the notice and the answers are posted there.
+            .on(&format!("GET /api/v10/channels/{dm}/messages")),
+        );
+        let mut tunables = tunables();
+        tunables.readback.max_age = Duration::from_secs(3);
+        tunables.readback.retry_first = Duration::from_millis(200);
+        tunables.readback.retry_max = Duration::from_millis(400);
+        let started = std::time::Instant::now();
+        let second = rig.start(&ex, config, tunables).await;
+        wait_until("the failed history read", T, || {
+            (history_answers(&rig, dm, 500) >= 3).then_some(())
+        })
+        .await;
+        let (live, _) = rig.sim.send_dm(ALICE, "alice", "live");
+        let notice = rig
+            .message_containing(dm, "could not read those messages", T)
+            .await;
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(3),
+            "told after {waited:?}, before the gap aged out"
+        );
+        assert!(
+            notice.content.starts_with("While I was offline you may have written to me (from "),
+            "{}",
+            notice.content
+        );
+        let sent = rig.messages(dm, 3, T).await;
+        assert_eq!(
+            replies(&sent),
+            [on_time("re: hello"), on_time(&notice.content), on_time("re: live")]
+        );
+        processed(&rig, dm, live).await;
+        second.stop().await;
+        // Tried again and again meanwhile (three 500s a try).
+        let failed = history_answers(&rig, dm, 500);
+        assert!(failed >= 9, "{failed} failed reads: not retried");
+        assert_eq!(line_count(&calls), 2, "a gap DM reached the agent unread");
+        let runtime = rig.json("runtime.json").unwrap();
+        assert!(runtime.get("readback_due").is_none(), "{runtime}");
+    });
+}
