@@ -15,6 +15,10 @@
 //! the history after its fresh session); every other gap, the first
 //! history read of a DM channel fails past the REST client's retries
 //! (three 500s), and the host's clock lags Discord's by 120 s throughout.
+//! Two more faults, one in 100 each: a gap in which every one of the 40
+//! allowed users DMs once (more than the read-back's 32 other channels),
+//! and a crowd of 300 strangers DMing once each (their processed marks
+//! push past the 512 kept; the answered users' are never evicted).
 //! At the end it prints how
 //! many replies and results were delivered, lost and duplicated, as the
 //! simulator saw them (a re-send Discord deduplicates by nonce is not a
@@ -44,6 +48,12 @@ const OWNER: u64 = 1_200_000_000_000_000_010;
 const ALICE: u64 = 1_200_000_000_000_000_011;
 /// Whose DM channel the results go to.
 const RESULTS_USER: u64 = 1_200_000_000_000_000_013;
+/// The allowed users besides ALICE (40 with her).
+const USERS: u64 = 39;
+const FIRST_USER: u64 = 1_200_000_000_000_001_000;
+/// Strangers in one crowd, each DMing once.
+const CROWD: u64 = 300;
+const FIRST_STRANGER: u64 = 1_300_000_000_000_000_000;
 /// DMs between two faults (alternating users), and their spacing.
 const DMS_PER_FAULT: usize = 3;
 const DM_GAP: Duration = Duration::from_millis(40);
@@ -82,12 +92,18 @@ enum Chaos {
     Op9Gap,
     /// SIGKILL, the session expires, DMs in the gap, restart.
     ExpiredGap,
+    /// SIGKILL, the session expires, every allowed user DMs in the gap.
+    UsersGap,
+    /// A crowd of strangers DM once each.
+    Crowd,
 }
 
 fn random_chaos() -> Chaos {
-    match fastrand::u8(0..50) {
-        0 => return Chaos::Op9Gap,
-        1 => return Chaos::ExpiredGap,
+    match fastrand::u8(0..100) {
+        0 | 1 => return Chaos::Op9Gap,
+        2 | 3 => return Chaos::ExpiredGap,
+        4 => return Chaos::UsersGap,
+        5 => return Chaos::Crowd,
         _ => {}
     }
     match fastrand::u8(0..14) {
@@ -121,6 +137,8 @@ fn name(chaos: &Chaos) -> String {
         Chaos::Term => "SIGTERM".into(),
         Chaos::Op9Gap => "GapOp9".into(),
         Chaos::ExpiredGap => "GapExpired".into(),
+        Chaos::UsersGap => "GapAllUsers".into(),
+        Chaos::Crowd => "CrowdOfStrangers".into(),
     };
     full.split(['(', ' ', '{']).next().unwrap_or("?").to_owned()
 }
@@ -227,6 +245,20 @@ impl Dms {
             (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
         };
         sim.send_dm(user, who, &format!("message {tag}"));
+        self.book(expected, parts, gap);
+    }
+
+    /// One DM from each allowed user (ALICE and the others), one part
+    /// each.
+    fn send_from_all(&mut self, sim: &Simulator, expected: &mut Vec<Expected>, gap: bool) {
+        for user in std::iter::once(ALICE).chain(users()) {
+            let tag = format!("<s{}>", self.sent);
+            sim.send_dm(user, "user", &format!("message {tag}"));
+            self.book(expected, vec![tag], gap);
+        }
+    }
+
+    fn book(&mut self, expected: &mut Vec<Expected>, parts: Vec<String>, gap: bool) {
         expected.push(Expected {
             parts,
             result: false,
@@ -235,6 +267,11 @@ impl Dms {
         self.sent += 1;
         self.gap_sent += usize::from(gap);
     }
+}
+
+/// The allowed users besides ALICE.
+fn users() -> impl Iterator<Item = u64> {
+    (0..USERS).map(|n| FIRST_USER + n)
 }
 
 /// The next event on `events` matching `pred`, within `limit`.
@@ -282,7 +319,10 @@ fn main() {
     let state = tempfile::tempdir().expect("a state dir");
     let config = serde_json::json!({
         "owner_id": OWNER.to_string(),
-        "allowed_user_ids": [ALICE.to_string()],
+        "allowed_user_ids": std::iter::once(ALICE)
+            .chain(users())
+            .map(|u| u.to_string())
+            .collect::<Vec<_>>(),
         "agent_cmd": ["/bin/sh", "-c", AGENT],
         "safe_mode_after_failures": 100_000,
     });
@@ -311,6 +351,7 @@ fn main() {
     let mut unexpected_exits = 0;
     let mut history_failures = 0;
     let mut slow_gaps = 0;
+    let mut strangers = 0u64;
     let mut dms = Dms {
         sent: 0,
         gap_sent: 0,
@@ -365,9 +406,15 @@ fn main() {
                 count: 1,
                 path_prefix: None,
             }),
+            Chaos::Crowd => {
+                for _ in 0..CROWD {
+                    sim.send_dm(FIRST_STRANGER + strangers, "stranger", "hello?");
+                    strangers += 1;
+                }
+            }
             Chaos::Kill => unexpected_exits += usize::from(bot.restart(Signal::KILL)),
             Chaos::Term => unexpected_exits += usize::from(bot.restart(Signal::TERM)),
-            Chaos::Op9Gap | Chaos::ExpiredGap => {
+            Chaos::Op9Gap | Chaos::ExpiredGap | Chaos::UsersGap => {
                 let events = sim.subscribe();
                 let op9 = matches!(chaos, Chaos::Op9Gap);
                 let gap = if op9 {
@@ -396,6 +443,9 @@ fn main() {
                     true
                 };
                 if gap {
+                    if matches!(chaos, Chaos::UsersGap) {
+                        dms.send_from_all(&sim, &mut expected, true);
+                    }
                     for _ in 0..GAP_DMS {
                         dms.send(&sim, &mut expected, true);
                     }
@@ -431,11 +481,12 @@ fn main() {
 
     // Wait for every part (bounded), then stop the bot properly.
     let deadline = Instant::now() + SETTLE;
-    let channels = [
+    let mut channels = vec![
         sim.dm_channel_of(OWNER),
         sim.dm_channel_of(ALICE),
         results_channel,
     ];
+    channels.extend(users().map(|user| sim.dm_channel_of(user)));
     let copies = |counts: &HashMap<String, usize>, part: &String| -> usize {
         counts.get(part).copied().unwrap_or(0)
     };
@@ -509,7 +560,7 @@ fn main() {
         figures[1][0], figures[1][1], figures[1][2]
     );
     println!(
-        "re-sends Discord deduplicated by nonce: {}; gaps whose first history read failed: {history_failures}; host clock {} s behind Discord's",
+        "re-sends Discord deduplicated by nonce: {}; gaps whose first history read failed: {history_failures}; {strangers} strangers DMed; host clock {} s behind Discord's",
         totals.duplicates_prevented,
         CLOCK_LAG.as_secs()
     );

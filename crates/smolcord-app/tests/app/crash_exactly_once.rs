@@ -16,7 +16,11 @@
 //! history after its fresh session (whose first history read of the
 //! owner's channel fails past the REST client's retries: it is read
 //! again). They count like every other message. The host's clock lags
-//! Discord's (the simulator's) by 120 s throughout.
+//! Discord's (the simulator's) by 120 s throughout. In one gap (chosen by
+//! the seed) every one of the 40 allowed users DMs once: more channels
+//! than the read-back's bound of 32 others; and during one run a crowd of
+//! 600 strangers DMs once each (past the 512 processed marks kept: the
+//! answered users' are never evicted, so nothing is answered twice).
 //! About 60 s; it prints its figures.
 //! `SMOLCORD_CRASH_SEED=N` replays one schedule of kills (the DM timing
 //! still varies); `SMOLCORD_CRASH_LOG=FILE` keeps the bot's log.
@@ -45,6 +49,12 @@ const KILLS: usize = 24;
 const GAPS: usize = 6;
 /// DMs sent inside each gap (alternating users).
 const GAP_DMS: usize = 4;
+/// The allowed users besides ALICE (40 with her); all DM in one gap.
+const USERS: u64 = 39;
+const FIRST_USER: u64 = 1_200_000_000_000_001_000;
+/// Strangers DMing once each during one run.
+const CROWD: u64 = 600;
+const FIRST_STRANGER: u64 = 1_300_000_000_000_000_000;
 /// Bound on the bridge's fresh session after a gap (op 9's 1–5 s wait,
 /// the identify pacing of 5 s, a loaded machine).
 const GAP_SESSION: Duration = Duration::from_secs(30);
@@ -109,6 +119,13 @@ enum Kind {
     Owner,
     Alice,
     Result,
+    /// One of the other allowed users.
+    User,
+}
+
+/// The allowed users besides ALICE.
+fn users() -> impl Iterator<Item = u64> {
+    (0..USERS).map(|n| FIRST_USER + n)
 }
 
 /// The DMs sent so far; held by whoever sends one, so a gap can hold the
@@ -165,7 +182,14 @@ fn next_event(
 /// restart; either way `GAP_DMS` DMs are sent while no session exists,
 /// with the feeder held back, until the bridge has a fresh session.
 /// Returns the bot now running.
-fn gap(sim: &Simulator, state: &Path, bot: Child, book: &DmBook, expire: bool) -> Child {
+fn gap(
+    sim: &Simulator,
+    state: &Path,
+    bot: Child,
+    book: &DmBook,
+    expire: bool,
+    all_users: bool,
+) -> Child {
     let mut book = lock(book);
     let events = sim.subscribe();
     let mut bot = bot;
@@ -189,6 +213,18 @@ fn gap(sim: &Simulator, state: &Path, bot: Child, book: &DmBook, expire: bool) -
     }
     for _ in 0..GAP_DMS {
         send_dm(sim, &mut book, true);
+    }
+    if all_users {
+        for user in std::iter::once(ALICE).chain(users()) {
+            let tag = format!("<s{}>", book.len());
+            sim.send_dm(user, "user", &format!("message {tag}"));
+            let kind = if user == ALICE { Kind::Alice } else { Kind::User };
+            book.push(Expected {
+                parts: vec![tag],
+                kind,
+                gap: true,
+            });
+        }
     }
     // The first history read of the owner's DM channel fails past the
     // REST client's retries: the channel stays held and is read again.
@@ -337,7 +373,10 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
     let state = tempfile::tempdir().unwrap();
     let config = serde_json::json!({
         "owner_id": OWNER.to_string(),
-        "allowed_user_ids": [ALICE.to_string()],
+        "allowed_user_ids": std::iter::once(ALICE)
+            .chain(users())
+            .map(|u| u.to_string())
+            .collect::<Vec<_>>(),
         "agent_cmd": ["/bin/sh", "-c", AGENT],
         // Kills are not what safe mode is for here; keep every user answered.
         "safe_mode_after_failures": 1000,
@@ -352,6 +391,10 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
     let mut gap_runs: Vec<usize> = (1..KILLS).collect();
     rng.shuffle(&mut gap_runs);
     gap_runs.truncate(GAPS);
+    // Which gap has every allowed user DM, and which run the crowd.
+    // (an expired session's: an op 9 may find no session to end)
+    let users_gap = 2 * rng.usize(0..GAPS / 2) + 1;
+    let crowd_run = rng.usize(1..KILLS);
     let mut gaps = [0usize; 2];
     for run in 0..KILLS {
         let gap_at = gap_runs.iter().position(|&r| r == run);
@@ -381,10 +424,15 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
                 ),
             ));
         }
+        if run == crowd_run {
+            for n in 0..CROWD {
+                sim.send_dm(FIRST_STRANGER + n, "stranger", "hello?");
+            }
+        }
         std::thread::sleep(Duration::from_millis(rng.u64(RUN_MS)));
         if let Some(at) = gap_at {
             let expire = at % 2 == 1;
-            bot = gap(&sim, state.path(), bot, &book, expire);
+            bot = gap(&sim, state.path(), bot, &book, expire, at == users_gap);
             gaps[usize::from(expire)] += 1;
             std::thread::sleep(Duration::from_millis(rng.u64(RUN_MS)));
         }
@@ -404,11 +452,12 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
     // arrived (or the bound), then stop it properly.
     let mut bot = start(&sim, state.path());
     let deadline = Instant::now() + SETTLE;
-    let channels = [
+    let mut channels = vec![
         sim.dm_channel_of(OWNER),
         sim.dm_channel_of(ALICE),
         results_channel,
     ];
+    channels.extend(users().map(|user| sim.dm_channel_of(user)));
     loop {
         let counts = tally(&sim, &channels);
         let arrived = expected
@@ -422,10 +471,10 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
     kill_process(Pid::from_child(&bot), Signal::TERM).expect("SIGTERM");
     let status = bot.wait().expect("reaped");
 
-    let kinds = [Kind::Owner, Kind::Alice, Kind::Result];
-    let mut total = [0usize; 3];
-    let mut lost = [0usize; 3];
-    let mut duplicated = [0usize; 3];
+    let kinds = [Kind::Owner, Kind::Alice, Kind::Result, Kind::User];
+    let mut total = [0usize; 4];
+    let mut lost = [0usize; 4];
+    let mut duplicated = [0usize; 4];
     let mut worst = 0;
     let mut gap_messages = [0usize; 3];
     let mut unanswered = Vec::new();
@@ -456,7 +505,9 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
          gaps: {} op 9 (not resumable), {} expired sessions, {} DMs sent inside them \
          ({} lost, {} duplicated); \
          owner: {} messages, {} lost, {} duplicated; alice: {} messages, {} lost, {} duplicated; \
-         results: {} dropped, {} lost, {} duplicated; most copies of one part: {worst}; \
+         results: {} dropped, {} lost, {} duplicated; \
+         the other 39 allowed users (in one gap): {} messages, {} lost, {} duplicated; \
+         a crowd of {CROWD} strangers in run {crowd_run}; most copies of one part: {worst}; \
          re-sends deduplicated by nonce: {}",
         started.elapsed().as_secs_f64(),
         totals.sessions_started,
@@ -475,6 +526,9 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
         total[2],
         lost[2],
         duplicated[2],
+        total[3],
+        lost[3],
+        duplicated[3],
         totals.duplicates_prevented,
     );
     assert!(
@@ -482,8 +536,12 @@ fn every_message_and_result_arrives_exactly_once_across_sigkills() {
         "the last run did not stop cleanly: {status}"
     );
     assert!(gap_messages[0] > 0, "no DM was sent inside a gap");
-    assert_eq!(lost, [0, 0, 0], "never arrived: {unanswered:?}");
-    assert_eq!(duplicated, [0, 0, 0], "arrived more than once: {doubled:?}");
+    assert_eq!(lost, [0, 0, 0, 0], "never arrived: {unanswered:?}");
+    assert_eq!(
+        duplicated,
+        [0, 0, 0, 0],
+        "arrived more than once: {doubled:?}"
+    );
     // Everything delivered leaves nothing behind: the results are
     // archived, and the outbox holds no record.
     let left = |dir: &str| -> Vec<String> {
