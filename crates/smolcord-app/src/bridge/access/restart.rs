@@ -73,7 +73,7 @@ pub struct RuntimeState {
     pub live: Vec<LiveSpan>,
 }
 
-/// Fresh sessions remembered in `runtime.json` (16 bytes each): gaps
+/// Fresh sessions remembered in `runtime.json` (~40 bytes each): gaps
 /// further back are counted as one.
 pub const LIVE_SPANS: usize = 8;
 
@@ -229,6 +229,24 @@ pub async fn read_marker(state_dir: &Path) -> Option<RestartMarker> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_newest_sessions_spans_are_kept_and_only_grow() {
+        let mut runtime = RuntimeState::default();
+        // No session yet: nothing to grow.
+        assert!(!runtime.session_seen(5));
+        for n in 0..10 {
+            runtime.session_began(n * 100);
+        }
+        assert_eq!(runtime.live.len(), LIVE_SPANS);
+        assert_eq!(runtime.live[0].from, 200);
+        assert!(runtime.session_seen(950));
+        assert!(!runtime.session_seen(940), "a span never shrinks");
+        assert_eq!(runtime.live.last(), Some(&LiveSpan { from: 900, to: 950 }));
+        // Absent from a file written before: no spans (one gap).
+        let old: RuntimeState = serde_json::from_str(r#"{"failed_starts":0}"#).unwrap();
+        assert!(old.live.is_empty());
+    }
 
     #[test]
     fn safe_mode_after_the_threshold() {

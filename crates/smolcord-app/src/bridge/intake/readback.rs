@@ -24,7 +24,10 @@
 //!
 //! Bounded ([`ReadbackBounds`](crate::bridge::jobs::backlog::ReadbackBounds),
 //! docs/budget.md): channels read, pages per channel, messages answered
-//! per channel (the newest) and in all, and an age. What falls outside
+//! per channel for each gap (the newest of each: what a user sent while
+//! the bridge was offline; what one of its sessions received and did not
+//! answer counts only in all: `runtime.json`'s `live` spans tell them
+//! apart) and in all, and an age. What falls outside
 //! gets one notice per channel saying how many went unanswered (never
 //! silence); strangers follow the pairing rules and get no notice. A late
 //! answer starts "(sent while I was offline, 09:12 UTC)".
