@@ -705,3 +705,63 @@ fn a_channel_whose_history_never_reads_gets_the_could_not_read_notice_when_its_g
         assert!(runtime.get("readback_due").is_none(), "{runtime}");
     });
 }
+
+/// The soak's silent losses (30 of 3418 after the per-gap bound): a
+/// channel held by a failed read, with what the session received there
+/// queued behind its gate, when a newer fresh session (op 9) cancels the
+/// read-back before the retry. The cancelled read-back dropped the held
+/// channel: its gate opened empty, the queued DM was answered and its
+/// processed mark passed the gap, and the newer read-back's findings
+/// there (behind, in its own gate) counted as handled: the gap's DMs were
+/// never answered, and nobody was told.
+#[test]
+fn a_channel_held_by_a_failed_read_stays_held_when_a_newer_fresh_session_begins() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let dm = answered_then_gap(&rig, &ex, config.clone(), &["gap 1", "gap 2"]).await;
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::ServerError(500),
+                count: 3,
+                path_prefix: None,
+            }
+            .on(&format!("GET /api/v10/channels/{dm}/messages")),
+        );
+        let mut held = tunables();
+        // Not tried again before the newer session (the identify pacing
+        // holds it back 5 s): the newer read-back must take it over.
+        held.readback.retry_first = Duration::from_secs(60);
+        let second = rig.start(&ex, config, held).await;
+        wait_until("the failed history read", T, || {
+            (history_answers(&rig, dm, 500) >= 3).then_some(())
+        })
+        .await;
+        // Received while held: it waits behind the gate.
+        let events = rig.sim.subscribe();
+        let (queued, _) = rig.sim.send_dm(ALICE, "alice", "queued");
+        next_sim_event(&events, "the DM dispatched", |e| {
+            matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE")
+        })
+        .await;
+        async_io::Timer::after(Duration::from_millis(200)).await;
+        // A fresh session before the retry: a newer read-back.
+        assert_eq!(rig.sim.fault(Fault::InvalidSession(false)), 1);
+        next_sim_event(&events, "the fresh identify", |e| {
+            matches!(e, SimEvent::Identified { .. })
+        })
+        .await;
+        rig.message_containing(dm, "re: queued", T).await;
+        processed(&rig, dm, queued).await;
+        let said: Vec<String> = replies(&rig.sim.messages_in(dm))
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        assert_eq!(said, ["re: hello", "re: gap 1", "re: gap 2", "re: queued"]);
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(dm).len(), 4, "answered twice");
+        assert_eq!(line_count(&calls), 4);
+    });
+}

@@ -84,6 +84,9 @@ struct Run {
     finished: Cell<bool>,
     /// Channels gated and not read yet, in the order to read them.
     todo: RefCell<VecDeque<Pending>>,
+    /// Channels whose read failed, waiting for their next try (still
+    /// gated: a newer read-back takes them over, gates and all).
+    waiting: RefCell<Vec<Pending>>,
     /// Answered users whose DM channel is not known yet.
     unresolved: RefCell<Vec<Snowflake>>,
     /// Channels gated in this run.
@@ -137,8 +140,15 @@ impl Run {
         true
     }
 
+    /// Stopping, or cancelled by a newer read-back with nothing left in
+    /// hand. The newer one takes over the channels not read yet and those
+    /// waiting for a retry, gates and all; a read under way when it began
+    /// that then fails stays this one's, tried again until read or aged
+    /// out: its gate is ahead of what the session queued since, and opened
+    /// empty it would let that pass what the gap left (whose findings, in
+    /// the newer read-back's gate behind, would then count as handled).
     fn stopped(&self, ctx: &Ctx) -> bool {
-        self.cancelled.get() || ctx.stopping.get()
+        ctx.stopping.get() || (self.cancelled.get() && self.waiting.borrow().is_empty())
     }
 }
 
@@ -180,18 +190,23 @@ impl Readback {
     pub fn begin(&mut self, ctx: &Rc<Ctx>, began_unix_ms: u64) {
         // Channels the older read-back gated and has not read yet keep
         // their gates, now the newer one's: opened empty, they would let
-        // the session's newer messages there past what the gap left.
+        // the session's newer messages there past what the gap left (and
+        // the newer read-back's findings, behind them, would then be
+        // taken for handled). Those waiting for a retry too.
         let mut carried = Vec::new();
         if let Some(old) = self.run.take() {
             old.cancelled.set(true);
             carried.extend(old.todo.borrow_mut().drain(..));
+            carried.extend(old.waiting.borrow_mut().drain(..));
         }
+
         let generation = self.generation.get() + 1;
         self.generation.set(generation);
         let run = Rc::new(Run {
             cancelled: Cell::new(false),
             finished: Cell::new(false),
             todo: RefCell::default(),
+            waiting: RefCell::default(),
             unresolved: RefCell::default(),
             gated: RefCell::default(),
             others: Cell::new(0),
@@ -341,8 +356,6 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
     let mut budget = bounds.total;
     let mut read_all = true;
     let mut backoff: HashMap<Snowflake, Backoff> = HashMap::new();
-    // Channels whose read failed, waiting for their next try.
-    let mut waiting: Vec<Pending> = Vec::new();
     let report = |e: &RestError| {
         log::warn!("read-back: {e}");
         ctx.reporter
@@ -355,7 +368,12 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
         }
         let now = Instant::now();
         let due = |id: &Snowflake| backoff.get(id).is_none_or(|b| b.at <= now);
-        let user = run.unresolved.borrow().iter().copied().find(|u| due(u));
+        // Cancelled, a read-back goes on only with the channel it had in
+        // hand (see `stopped`); the newer one finds the users.
+        let user = match run.cancelled.get() {
+            true => None,
+            false => run.unresolved.borrow().iter().copied().find(|u| due(u)),
+        };
         if let Some(user) = user {
             let channel = ctx.rest.create_dm(user).await.map(|c| c.id);
             // Taken off only now: until here a DM the session dispatched
@@ -393,17 +411,20 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             continue;
         }
         let next = run.todo.borrow_mut().pop_front().or_else(|| {
+            let mut waiting = run.waiting.borrow_mut();
             let at = waiting.iter().position(|p| due(&p.channel))?;
             Some(waiting.swap_remove(at))
         });
         let Some(pending) = next else {
             // Nothing due: done, or wait for the next try (in slices, so a
             // stop is noticed).
-            let next_try = run
-                .unresolved
-                .borrow()
+            let unresolved = match run.cancelled.get() {
+                true => Vec::new(),
+                false => run.unresolved.borrow().clone(),
+            };
+            let next_try = unresolved
                 .iter()
-                .chain(waiting.iter().map(|p| &p.channel))
+                .chain(run.waiting.borrow().iter().map(|p| &p.channel))
                 .filter_map(|id| backoff.get(id).map(|b| b.at))
                 .min();
             match next_try {
@@ -499,7 +520,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                     next.delay.as_secs_f64()
                 );
                 backoff.insert(channel, next);
-                waiting.push(pending);
+                run.waiting.borrow_mut().push(pending);
             }
         }
         futures_lite::future::yield_now().await;
