@@ -81,6 +81,8 @@ struct Expected {
     result: bool,
     /// Sent inside a gap: only the history has it.
     gap: bool,
+    /// The DM's id (none for a result), to name a lost one.
+    id: Option<Snowflake>,
 }
 
 enum Chaos {
@@ -244,8 +246,8 @@ impl Dms {
             let tag = format!("<l{dms}>");
             (tag.clone(), vec![format!("{tag}.0"), format!("{tag}.1")])
         };
-        sim.send_dm(user, who, &format!("message {tag}"));
-        self.book(expected, parts, gap);
+        let (id, _) = sim.send_dm(user, who, &format!("message {tag}"));
+        self.book(expected, parts, gap, id);
     }
 
     /// One DM from each allowed user (ALICE and the others), one part
@@ -253,16 +255,17 @@ impl Dms {
     fn send_from_all(&mut self, sim: &Simulator, expected: &mut Vec<Expected>, gap: bool) {
         for user in std::iter::once(ALICE).chain(users()) {
             let tag = format!("<s{}>", self.sent);
-            sim.send_dm(user, "user", &format!("message {tag}"));
-            self.book(expected, vec![tag], gap);
+            let (id, _) = sim.send_dm(user, "user", &format!("message {tag}"));
+            self.book(expected, vec![tag], gap, id);
         }
     }
 
-    fn book(&mut self, expected: &mut Vec<Expected>, parts: Vec<String>, gap: bool) {
+    fn book(&mut self, expected: &mut Vec<Expected>, parts: Vec<String>, gap: bool, id: Snowflake) {
         expected.push(Expected {
             parts,
             result: false,
             gap,
+            id: Some(id),
         });
         self.sent += 1;
         self.gap_sent += usize::from(gap);
@@ -299,6 +302,18 @@ fn tally(sim: &Simulator, channels: &[Snowflake]) -> HashMap<String, usize> {
         }
     }
     counts
+}
+
+/// `HH:MM:SS.mmm` (UTC) of a unix ms time, as the log writes it.
+fn utc(ms: u64) -> String {
+    let s = ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        s / 3600 % 24,
+        s / 60 % 60,
+        s % 60,
+        ms % 1000
+    )
 }
 
 fn main() {
@@ -389,6 +404,7 @@ fn main() {
                 parts,
                 result: true,
                 gap: false,
+                id: None,
             });
             results += 1;
         }
@@ -526,14 +542,37 @@ fn main() {
         }
     }
     let totals = sim.stats().totals;
-    let lost: Vec<&str> = expected
+    let lost: Vec<&Expected> = expected
         .iter()
         .filter(|e| e.parts.iter().any(|p| copies(&counts, p) == 0))
-        .map(|e| e.parts[0].as_str())
-        .take(10)
         .collect();
     if !lost.is_empty() {
-        println!("lost (the first 10): {lost:?}");
+        // Each lost one named (the first 40), with when it was sent (the
+        // log's clock is the host's: Discord's less the lag), and the
+        // bot's notices in the chats, to tell noticed from silent.
+        println!("lost (the first 40 of {}):", lost.len());
+        for e in lost.iter().take(40) {
+            let sent = e.id.map(|id| (id.get() >> 22) + 1_420_070_400_000);
+            let host = sent.map(|ms| ms.saturating_sub(CLOCK_LAG.as_millis() as u64));
+            println!(
+                "  {} gap={} id={:?} sent (host clock) {}",
+                e.parts[0],
+                e.gap,
+                e.id.map(Snowflake::get),
+                host.map_or("-".into(), utc)
+            );
+        }
+        for &channel in &channels {
+            for message in sim.messages_in(channel) {
+                if message.content.starts_with("While I was offline") {
+                    let answers = &message.object["message_reference"]["message_id"];
+                    println!(
+                        "  notice in {channel} (replying to {answers}): {}",
+                        message.content.chars().take(90).collect::<String>()
+                    );
+                }
+            }
+        }
     }
     println!("faults applied: {applied:?}");
     println!(
