@@ -45,8 +45,8 @@
 use crate::bridge::access::restart::PROCESSED_CHANNELS;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::jobs::backlog::{
-    self, bucket, snowflake_at, snowflake_unix_ms, Bucket, Findings, Kept, Skipped, Tally, Unread,
-    PAGE,
+    self, bucket, snowflake_at, snowflake_unix_ms, Bucket, Findings, Held, Kept, Skipped, Tally,
+    Unread, PAGE,
 };
 use crate::bridge::jobs::queue::{Job, Work};
 use crate::bridge::work::worker;
@@ -75,6 +75,8 @@ struct Known {
     /// Marked channels that are no DM (not read back); at most
     /// [`PROCESSED_CHANNELS`], forgotten all at once past it.
     not_dm: RefCell<HashSet<Snowflake>>,
+    /// Messages read back and not handled yet, by any read-back.
+    held: Rc<Held>,
 }
 
 /// One read-back.
@@ -353,7 +355,6 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
     // After this, every message of the gap is past the age bound.
     let aged_out_at = Instant::now() + bounds.max_age;
     let now_ms = now_unix_ms().max(began_ms);
-    let mut budget = bounds.total;
     let mut read_all = true;
     let mut backoff: HashMap<Snowflake, Backoff> = HashMap::new();
     let report = |e: &RestError| {
@@ -452,11 +453,16 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                 not_dm.insert(channel);
                 continue;
             }
-            Ok(true) => read_channel(ctx, channel, now_ms, began_ms, &mut budget).await,
+            Ok(true) => {
+                room(ctx, run, &known.held).await;
+                let mut budget = bounds.total.saturating_sub(known.held.count());
+                read_channel(ctx, channel, now_ms, began_ms, &mut budget).await
+            }
             Err(e) => Err(e),
         };
         match result {
             Ok((skipped, messages)) => {
+                let count = messages.len();
                 Tally::add(&tally.channels, 1);
                 Tally::add(&tally.found, messages.len());
                 if let Some(skipped) = &skipped {
@@ -469,6 +475,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                         messages,
                         session_began_unix_ms: discord_ms(ctx, began_ms),
                         tally: tally.clone(),
+                        hold: Some(known.held.take(count)),
                     };
                     read_all &= open_gate(&tally, &pending, findings);
                 }
@@ -504,6 +511,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                     messages: Vec::new(),
                     session_began_unix_ms: discord_ms(ctx, began_ms),
                     tally: tally.clone(),
+                    hold: None,
                 };
                 read_all &= open_gate(&tally, &pending, findings);
             }
@@ -528,6 +536,28 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
     run.finished.set(true);
     run.todo.borrow_mut().clear();
     tally.read_all.set(read_all);
+}
+
+/// Waits until the read-backs hold few enough messages that a channel's
+/// share (`per_channel`) fits under the total, or nothing is held, or
+/// `room_wait` has passed (then what does not fit gets the notice): the
+/// total bounds what is held at once, and the workers free room as they
+/// answer.
+async fn room(ctx: &Ctx, run: &Run, held: &Held) {
+    let bounds = ctx.tunables.readback;
+    let fits = || held.count() == 0 || held.count() + bounds.per_channel <= bounds.total;
+    let deadline = Instant::now() + bounds.room_wait;
+    while !fits() && !run.stopped(ctx) && Instant::now() < deadline {
+        let freed = held.freed();
+        if fits() {
+            break;
+        }
+        let slice = deadline.min(Instant::now() + STOP_CHECK);
+        futures_lite::future::or(freed, async {
+            Timer::at(slice).await;
+        })
+        .await;
+    }
 }
 
 /// How long the read-back sleeps at most while waiting for a retry, so a

@@ -20,8 +20,13 @@ pub struct ReadbackBounds {
     pub max_age: Duration,
     /// Messages answered per channel (the newest; older ones get the notice).
     pub per_channel: usize,
-    /// Messages answered in all channels together.
+    /// Messages a read-back holds at once, all channels together (read
+    /// and not handled yet): it waits for room before the next channel
+    /// (at most `room_wait`), then what does not fit gets the notice.
     pub total: usize,
+    /// How long a read-back waits for room under `total` before it reads
+    /// the next channel anyway.
+    pub room_wait: Duration,
     /// Channels read.
     pub channels: usize,
     /// Pages (of 50 messages, the most one read returns) read per channel
@@ -44,6 +49,10 @@ impl Default for ReadbackBounds {
             max_age: Duration::from_secs(3600),
             per_channel: 20,
             total: 64,
+            // Answering 64 takes the agent minutes; a channel held
+            // longer than this (a retry ahead of its gate) must not hold
+            // up the others' read.
+            room_wait: Duration::from_secs(60),
             channels: 32,
             pages_per_channel: 5,
             // A REST client's own retries (three 5xx, five 429s) are over
@@ -161,6 +170,51 @@ pub(crate) struct Unread {
     pub user: Option<Snowflake>,
 }
 
+/// Messages read back and not handled yet, all read-backs together: what
+/// the read-backs hold in memory, at most [`ReadbackBounds::total`]. A
+/// read-back waits for room before it reads the next channel
+/// (`readback`), so the bound limits what is held at once, not what is
+/// answered.
+#[derive(Default)]
+pub(crate) struct Held {
+    count: Cell<usize>,
+    freed: event_listener::Event,
+}
+
+impl Held {
+    pub fn count(&self) -> usize {
+        self.count.get()
+    }
+
+    /// Holds `n` more until the returned hold is dropped.
+    pub fn take(self: &Rc<Held>, n: usize) -> Hold {
+        self.count.set(self.count.get() + n);
+        Hold {
+            held: self.clone(),
+            n,
+        }
+    }
+
+    /// Fires when some are let go (listen, check, then await).
+    pub fn freed(&self) -> event_listener::EventListener {
+        self.freed.listen()
+    }
+}
+
+/// Some messages held (see [`Held`]); let go when dropped.
+pub(crate) struct Hold {
+    held: Rc<Held>,
+    n: usize,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let count = self.held.count.get().saturating_sub(self.n);
+        self.held.count.set(count);
+        self.held.freed.notify(usize::MAX);
+    }
+}
+
 /// What the read-back found in one channel, oldest first.
 pub(crate) struct Findings {
     pub skipped: Option<Skipped>,
@@ -173,6 +227,8 @@ pub(crate) struct Findings {
     pub session_began_unix_ms: u64,
     /// Held until the worker is done with them.
     pub tally: Rc<Tally>,
+    /// Counts `messages` among those held until the worker is done.
+    pub hold: Option<Hold>,
 }
 
 /// A channel's place in its queue, waiting for the read-back.

@@ -148,6 +148,8 @@ async fn handle_findings(
         messages,
         session_began_unix_ms,
         tally,
+        // Let go (room for the next read) once these are handled.
+        hold: _hold,
     } = findings;
     if let Some(unread) = unread {
         // Strangers are told nothing beyond the pairing rules; a channel
