@@ -525,7 +525,7 @@ async fn held_session_between_two_gaps(
     ex: &std::rc::Rc<smol::LocalExecutor<'static>>,
     config: smolcord_app::config::Config,
     gap1: &[String],
-    live: &[String],
+    live: &[&[String]],
     gap2: &[String],
 ) -> (Snowflake, Snowflake) {
     let gap1: Vec<&str> = gap1.iter().map(String::as_str).collect();
@@ -545,19 +545,22 @@ async fn held_session_between_two_gaps(
         (history_answers(rig, dm, 500) >= 3).then_some(())
     })
     .await;
-    let events = rig.sim.subscribe();
-    for text in live {
-        rig.sim.send_dm(ALICE, "alice", text);
+    // In bursts, 1.5 s apart: past the first, the dispatch loop is
+    // waiting for room (a channel's queue holds 16), and takes no more.
+    for burst in live {
+        let events = rig.sim.subscribe();
+        for text in *burst {
+            rig.sim.send_dm(ALICE, "alice", text);
+        }
+        // The session received them.
+        for _ in *burst {
+            next_sim_event(&events, "a DM dispatched", |e| {
+                matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE")
+            })
+            .await;
+        }
+        async_io::Timer::after(Duration::from_millis(1500)).await;
     }
-    // The session received them (more than a channel's queue holds: the
-    // dispatch loop waits for room with the rest).
-    for _ in live {
-        next_sim_event(&events, "a DM dispatched", |e| {
-            matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE")
-        })
-        .await;
-    }
-    async_io::Timer::after(Duration::from_millis(300)).await;
     second.stop().await;
     assert_eq!(rig.sim.messages_in(dm).len(), 1, "answered while held");
     let_the_session_expire().await;
@@ -595,7 +598,8 @@ fn a_backlog_a_held_session_received_and_two_short_gaps_are_all_answered_without
         config.agent_cmd = Some(answering_agent(&calls));
         let (gap1, live, gap2) = (texts("gap1", 2), texts("live", 25), texts("gap2", 2));
         let (dm, last) =
-            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &live, &gap2).await;
+            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &[&live], &gap2)
+                .await;
         let third = rig.start(&ex, config, tunables()).await;
         rig.message_containing(dm, "re: gap2 1", T).await;
         processed(&rig, dm, last).await;
@@ -622,7 +626,8 @@ fn a_gap_over_its_bound_gets_its_notice_after_the_older_backlog_is_answered() {
         config.agent_cmd = Some(answering_agent(&calls));
         let (gap1, live, gap2) = (texts("gap1", 3), texts("live", 2), texts("gap2", 25));
         let (dm, last) =
-            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &live, &gap2).await;
+            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &[&live], &gap2)
+                .await;
         let third = rig.start(&ex, config, tunables()).await;
         rig.message_containing(dm, "re: gap2 24", T).await;
         processed(&rig, dm, last).await;
@@ -806,5 +811,47 @@ fn users_past_the_read_backs_total_are_answered_once_room_is_made_not_told() {
         // Two agents at once append to the log: count the tasks, not lines.
         let log = std::fs::read_to_string(&calls).unwrap_or_default();
         assert_eq!(log.matches("\"content\":\"gap ").count(), 12, "{log}");
+    });
+}
+
+/// What a session receives while its dispatch loop waits for room (a
+/// held channel's queue is full: the shard stops reading the socket, its
+/// heartbeats go on) is the session's too: 25 DMs after the first 17 the
+/// loop never took before the stop, which a later read-back took for a
+/// gap's (5 past its 20 noticed), as the soak's first run did with a
+/// 9-second backlog. The loop notes the session's last ACK while it waits.
+#[test]
+fn what_a_session_receives_while_the_loop_waits_for_room_is_not_a_gaps() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(90), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        let (gap1, first, then, gap2) = (
+            texts("gap1", 1),
+            texts("first", 17),
+            texts("then", 25),
+            texts("gap2", 1),
+        );
+        let (dm, last) = held_session_between_two_gaps(
+            &rig,
+            &ex,
+            config.clone(),
+            &gap1,
+            &[&first, &then],
+            &gap2,
+        )
+        .await;
+        let third = rig.start(&ex, config, tunables()).await;
+        rig.message_containing(dm, "re: gap2 0", T).await;
+        processed(&rig, dm, last).await;
+        third.stop().await;
+        let said: Vec<String> = replies(&rig.sim.messages_in(dm))
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect();
+        let mut expected = vec!["re: hello".to_owned()];
+        expected.extend(answers(&[&gap1, &first, &then, &gap2]));
+        assert_eq!(said, expected, "a notice for what the session received?");
     });
 }

@@ -56,6 +56,9 @@ const SLICE_TIME: Duration = Duration::from_millis(2);
 /// saving this often (where the status socket is not live, `smolcord
 /// status` reads the status file).
 const SAVE_WHILE_WAITING: Duration = Duration::from_secs(10);
+/// While the loop waits for room, the session's liveness is noted this
+/// often (a debounced write of `runtime.json`; only while it waits).
+const STAMP_WHILE_WAITING: Duration = Duration::from_secs(1);
 
 /// Why the `stop` future given to `Bridge::run` ended the
 /// run: `()` is [`StopReason::Requested`].
@@ -530,7 +533,9 @@ impl Loop {
             self.ctx.queues.jobs()
         );
         let mut freed = std::pin::pin!(freed);
+        let mut save_at = Instant::now() + SAVE_WHILE_WAITING;
         loop {
+            let tick = save_at.min(Instant::now() + STAMP_WHILE_WAITING);
             let woke = futures_lite::future::or(
                 async {
                     (&mut freed).await;
@@ -542,7 +547,7 @@ impl Loop {
                         Some(false)
                     },
                     async {
-                        smolcord::rt::Timer::after(SAVE_WHILE_WAITING).await;
+                        smolcord::rt::Timer::at(tick).await;
                         None
                     },
                 ),
@@ -550,10 +555,36 @@ impl Loop {
             .await;
             match woke {
                 Some(freed) => return freed,
-                // Like a heartbeat: the session if its seq is stale, the
-                // status file only where the status socket is not live.
-                None => self.save_session_and_status(SaveReason::Beat),
+                None => {
+                    self.stamp_live();
+                    if Instant::now() >= save_at {
+                        // Like a heartbeat: the session if its seq is
+                        // stale, the status file only where the status
+                        // socket is not live.
+                        self.save_session_and_status(SaveReason::Beat);
+                        save_at = Instant::now() + SAVE_WHILE_WAITING;
+                    }
+                }
             }
+        }
+    }
+
+    /// While the loop waits for room, the session goes on receiving (the
+    /// shard stops reading the socket, its heartbeats go on): its last
+    /// ACK shows it live, so what it received meanwhile is not taken for
+    /// a gap's by a later read-back (`runtime.json`'s `live`).
+    fn stamp_live(&self) {
+        let statuses = self.shard.statuses();
+        let Some(status) = statuses.iter().find(|s| s.shard[0] == 0 && s.connected) else {
+            return;
+        };
+        let Some(ack) = status.last_ack else { return };
+        let Ok(at) = ack.duration_since(std::time::UNIX_EPOCH) else {
+            return;
+        };
+        let mut runtime = self.ctx.runtime.borrow_mut();
+        if runtime.session_seen(at.as_millis() as u64) {
+            self.ctx.runtime_writer.set(&*runtime);
         }
     }
 
