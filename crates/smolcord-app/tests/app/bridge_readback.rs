@@ -554,9 +554,11 @@ async fn held_session_between_two_gaps(
         }
         // The session received them.
         for _ in *burst {
-            next_sim_event(&events, "a DM dispatched", |e| {
-                matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE")
-            })
+            next_sim_event(
+                &events,
+                "a DM dispatched",
+                |e| matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE"),
+            )
             .await;
         }
         async_io::Timer::after(Duration::from_millis(1500)).await;
@@ -598,8 +600,7 @@ fn a_backlog_a_held_session_received_and_two_short_gaps_are_all_answered_without
         config.agent_cmd = Some(answering_agent(&calls));
         let (gap1, live, gap2) = (texts("gap1", 2), texts("live", 25), texts("gap2", 2));
         let (dm, last) =
-            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &[&live], &gap2)
-                .await;
+            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &[&live], &gap2).await;
         let third = rig.start(&ex, config, tunables()).await;
         rig.message_containing(dm, "re: gap2 1", T).await;
         processed(&rig, dm, last).await;
@@ -626,8 +627,7 @@ fn a_gap_over_its_bound_gets_its_notice_after_the_older_backlog_is_answered() {
         config.agent_cmd = Some(answering_agent(&calls));
         let (gap1, live, gap2) = (texts("gap1", 3), texts("live", 2), texts("gap2", 25));
         let (dm, last) =
-            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &[&live], &gap2)
-                .await;
+            held_session_between_two_gaps(&rig, &ex, config.clone(), &gap1, &[&live], &gap2).await;
         let third = rig.start(&ex, config, tunables()).await;
         rig.message_containing(dm, "re: gap2 24", T).await;
         processed(&rig, dm, last).await;
@@ -644,7 +644,11 @@ fn a_gap_over_its_bound_gets_its_notice_after_the_older_backlog_is_answered() {
         expected.push(notice);
         expected.extend(answers(&[&gap2[5..]]));
         assert_eq!(said, expected);
-        assert_eq!(line_count(&calls), 1 + 3 + 2 + 20, "the agent ran twice for one");
+        assert_eq!(
+            line_count(&calls),
+            1 + 3 + 2 + 20,
+            "the agent ran twice for one"
+        );
     });
 }
 
@@ -691,14 +695,20 @@ fn a_channel_whose_history_never_reads_gets_the_could_not_read_notice_when_its_g
             "told after {waited:?}, before the gap aged out"
         );
         assert!(
-            notice.content.starts_with("While I was offline you may have written to me (from "),
+            notice
+                .content
+                .starts_with("While I was offline you may have written to me (from "),
             "{}",
             notice.content
         );
         let sent = rig.messages(dm, 3, T).await;
         assert_eq!(
             replies(&sent),
-            [on_time("re: hello"), on_time(&notice.content), on_time("re: live")]
+            [
+                on_time("re: hello"),
+                on_time(&notice.content),
+                on_time("re: live")
+            ]
         );
         processed(&rig, dm, live).await;
         second.stop().await;
@@ -747,9 +757,11 @@ fn a_channel_held_by_a_failed_read_stays_held_when_a_newer_fresh_session_begins(
         // Received while held: it waits behind the gate.
         let events = rig.sim.subscribe();
         let (queued, _) = rig.sim.send_dm(ALICE, "alice", "queued");
-        next_sim_event(&events, "the DM dispatched", |e| {
-            matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE")
-        })
+        next_sim_event(
+            &events,
+            "the DM dispatched",
+            |e| matches!(e, SimEvent::Dispatched { event, .. } if event == "MESSAGE_CREATE"),
+        )
         .await;
         async_io::Timer::after(Duration::from_millis(200)).await;
         // A fresh session before the retry: a newer read-back.

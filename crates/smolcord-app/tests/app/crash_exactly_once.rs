@@ -218,7 +218,11 @@ fn gap(
         for user in std::iter::once(ALICE).chain(users()) {
             let tag = format!("<s{}>", book.len());
             sim.send_dm(user, "user", &format!("message {tag}"));
-            let kind = if user == ALICE { Kind::Alice } else { Kind::User };
+            let kind = if user == ALICE {
+                Kind::Alice
+            } else {
+                Kind::User
+            };
             book.push(Expected {
                 parts: vec![tag],
                 kind,
