@@ -8,7 +8,6 @@
 
 use crate::bridge::access::book::{self, Access, Role};
 use crate::bridge::access::pairing::PairingBook;
-use crate::bridge::access::restart::RuntimeState;
 use crate::bridge::jobs::inflight::Inflight;
 use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
@@ -16,7 +15,8 @@ use crate::bridge::report::counters::BridgeCounters;
 use crate::bridge::report::reporter::Reporter;
 use crate::bridge::store::files::TaskFiles;
 use crate::bridge::store::outbox::Outbox;
-use crate::bridge::store::persist::{Coalescing, SeqFloor};
+use crate::bridge::store::persist::SeqFloor;
+use crate::bridge::store::runtime::RuntimeBook;
 use crate::bridge::store::spool::Spool;
 use crate::config::{ChannelConfig, Config};
 use smol::lock::Semaphore;
@@ -46,8 +46,8 @@ pub(crate) struct Ctx {
     pub safe_mode: Cell<bool>,
     pub access: RefCell<Access>,
     pub pairing: RefCell<PairingBook>,
-    pub runtime: RefCell<RuntimeState>,
-    pub runtime_writer: Coalescing,
+    /// `runtime.json` and its writer.
+    pub runtime: RuntimeBook,
     pub floor: RefCell<SeqFloor>,
     pub inflight: Inflight,
     /// Per-channel queues of messages waiting for their channel's worker.
@@ -85,44 +85,11 @@ impl Ctx {
         if let Some(entry) = self.config.channel(channel) {
             return Some((entry, false));
         }
-        let parent = self.runtime.borrow().threads.get(&channel).copied()?;
+        let parent = self.runtime.thread_parent(channel)?;
         self.config
             .channel(parent)
             .filter(|entry| entry.thread)
             .map(|entry| (entry, true))
-    }
-
-    pub fn bot_user(&self) -> Option<Snowflake> {
-        self.runtime.borrow().bot_user_id
-    }
-
-    /// Whether `message` was handled already (by this run or, on disk,
-    /// an earlier one).
-    pub fn is_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
-        self.runtime.borrow().is_processed(channel, message)
-    }
-
-    /// Marks a message processed and waits until the mark is on disk: it
-    /// is what keeps a replay of the message (a resume from an older seq)
-    /// from being handled again. False if the write failed (logged and
-    /// journalled by the writer).
-    pub async fn record_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
-        {
-            let mut runtime = self.runtime.borrow_mut();
-            runtime.mark_processed(channel, message);
-            self.runtime_writer.set(&*runtime);
-        }
-        self.runtime_writer.flush().await
-    }
-
-    /// Remembers an answered user's DM channel for good (`runtime.json`,
-    /// written in the background: losing it costs one `POST
-    /// /users/@me/channels`, nothing else).
-    pub fn remember_dm(&self, user: Snowflake, channel: Snowflake) {
-        let mut runtime = self.runtime.borrow_mut();
-        if runtime.remember_dm(user, channel) {
-            self.runtime_writer.set(&*runtime);
-        }
     }
 
     /// The user's role, re-reading `access.json` first if they look like a
@@ -153,25 +120,10 @@ impl Ctx {
         if self.turn_done.replace(true) {
             return;
         }
-        let mut runtime = self.runtime.borrow_mut();
-        if runtime.failed_starts != 0 {
-            log::info!("first successful turn: restart-failure counter cleared");
-            runtime.failed_starts = 0;
-            self.runtime_writer.set(&*runtime);
-        }
+        self.runtime.first_turn_succeeded();
         if self.safe_mode.replace(false) {
             log::info!("safe mode lifted: allowed users are answered again");
             self.counters.set_safe_mode(false);
-        }
-    }
-
-    /// A stop that left nothing unfinished: not a failed start-up (the
-    /// final save writes it).
-    pub fn stopped_cleanly(&self) {
-        let mut runtime = self.runtime.borrow_mut();
-        if runtime.failed_starts != 0 {
-            log::info!("clean stop: restart-failure counter cleared");
-            runtime.failed_starts = 0;
         }
     }
 }

@@ -128,7 +128,7 @@ impl Loop {
         self.recover().await;
         // A read-back a crash or stop cut short is done again now, before
         // any event: its gates go ahead of what a resume replays.
-        if self.ctx.runtime.borrow().readback_due {
+        if self.ctx.runtime.readback_due() {
             log::info!("a read-back was cut short: reading back again");
             self.readback.begin(&self.ctx, now_unix_ms());
         }
@@ -270,7 +270,8 @@ impl Loop {
         }
         let ctx = &self.ctx;
         let addressing =
-            ctx.bot_user()
+            ctx.runtime
+                .bot_user()
                 .map_or_else(Default::default, |bot| channel_gate::Addressing {
                     mentions: peek.mentions(bot),
                     replies: peek.replies_to(bot),
@@ -286,11 +287,7 @@ impl Loop {
     }
 
     fn remember_bot(&self, id: Snowflake) {
-        let mut runtime = self.ctx.runtime.borrow_mut();
-        if runtime.bot_user_id != Some(id) {
-            runtime.bot_user_id = Some(id);
-            self.ctx.runtime_writer.set(&*runtime);
-        }
+        self.ctx.runtime.remember_bot(id);
     }
 
     /// Puts the replies an earlier run recorded but did not finish at the
@@ -426,7 +423,7 @@ impl Loop {
             // Admitted by the peek ([`Loop::skip_unwanted`]): judged again
             // on the whole message, which says the same.
             let entry = ctx.channel_entry(message.channel_id);
-            let addressing = channel_gate::Addressing::of(&message, ctx.bot_user());
+            let addressing = channel_gate::Addressing::of(&message, ctx.runtime.bot_user());
             if let Err(why) = channel_gate::admit(addressing, entry) {
                 ctx.counters.bump(Counter::GuildMessagesSkipped);
                 log::trace!("message {} skipped: {why}", message.id);
@@ -437,9 +434,13 @@ impl Loop {
             }
         }
         if role != Role::Stranger && message.is_direct() {
-            ctx.remember_dm(message.author.id, message.channel_id);
+            ctx.runtime
+                .remember_dm(message.author.id, message.channel_id);
         }
-        let intake = classify(&message, ctx.bot_user(), &ctx.runtime.borrow(), role);
+        let bot = ctx.runtime.bot_user();
+        let intake = ctx
+            .runtime
+            .read(|runtime| classify(&message, bot, runtime, role));
         match intake {
             Intake::Ignore(why) => log::debug!("message {} ignored: {why}", message.id),
             Intake::Replay => {
@@ -567,7 +568,9 @@ impl Loop {
         let ctx = &self.ctx;
         // On disk before the marker: a replayed `!restart` must not
         // restart us again.
-        ctx.record_processed(message.channel_id, message.id).await;
+        ctx.runtime
+            .record_processed(message.channel_id, message.id)
+            .await;
         let marker = RestartMarker {
             requested_by: message.author.id,
             channel_id: message.channel_id,
@@ -610,7 +613,7 @@ impl Loop {
         if left.is_empty() {
             log::info!("bridge stopping ({outcome:?}): nothing left in flight");
             if matches!(outcome, BridgeOutcome::Stopped) && cause == StopReason::Requested {
-                ctx.stopped_cleanly();
+                ctx.runtime.stopped_cleanly();
             }
         } else {
             log::warn!(
@@ -624,9 +627,9 @@ impl Loop {
         // session resumes before them.
         self.save_session_and_status(SaveReason::Shutdown);
         ctx.reporter.flush_held_back();
-        ctx.runtime_writer.set(&*ctx.runtime.borrow());
+        ctx.runtime.save();
         let flush = async {
-            ctx.runtime_writer.flush().await;
+            ctx.runtime.flush().await;
             self.writers.session_and_status.flush().await;
             self.writers.directory.flush().await;
             true
@@ -647,7 +650,7 @@ impl Loop {
 async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
     let text = format!(
         "Started in safe mode: {} start-ups in a row did not complete a turn. Only you are answered until a message gets through; check the log and `smolcord failures`.",
-        ctx.runtime.borrow().failed_starts.saturating_sub(1)
+        ctx.runtime.failed_starts().saturating_sub(1)
     );
     match ctx.rest.create_dm(owner).await {
         Ok(dm) => {

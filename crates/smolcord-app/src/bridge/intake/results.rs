@@ -297,13 +297,13 @@ async fn tell_unusable(ctx: &Ctx, path: &Path, why: &str, channel: Option<Snowfl
 /// The owner's DM channel: remembered, else opened (and remembered).
 async fn owner_dm(ctx: &Ctx) -> Option<Snowflake> {
     let owner = ctx.access.borrow().owner()?;
-    let known = ctx.runtime.borrow().dm_channels.get(&owner).copied();
+    let known = ctx.runtime.dm_channel(owner);
     if known.is_some() {
         return known;
     }
     match ctx.rest.create_dm(owner).await {
         Ok(channel) => {
-            ctx.remember_dm(owner, channel.id);
+            ctx.runtime.remember_dm(owner, channel.id);
             Some(channel.id)
         }
         Err(e) => {

@@ -82,7 +82,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
             ticket,
             received_unix_ms,
         } => {
-            if ctx.is_processed(channel, message.id) {
+            if ctx.runtime.is_processed(channel, message.id) {
                 // A replay queued while the first copy (or its recorded
                 // reply) was being handled.
                 ctx.counters.bump(Counter::ReplaysSkipped);
@@ -107,7 +107,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
             ctx.floor.borrow_mut().end(ticket);
         }
         Work::Recorded { message } => {
-            if !ctx.is_processed(channel, message) {
+            if !ctx.runtime.is_processed(channel, message) {
                 deliver_recorded(ctx, channel, message).await;
             }
             finish(ctx, channel, message, true).await;
@@ -164,7 +164,7 @@ async fn handle_findings(
         }
     }
     if let Some(skipped) = skipped {
-        if !ctx.is_processed(channel, skipped.last) {
+        if !ctx.runtime.is_processed(channel, skipped.last) {
             // Strangers are told nothing beyond the pairing rules.
             if ctx.fresh_role(skipped.author).await == Role::Stranger {
                 log::info!(
@@ -178,7 +178,7 @@ async fn handle_findings(
                 // everything up to it was dealt with.
                 notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
             }
-            ctx.record_processed(channel, skipped.last).await;
+            ctx.runtime.record_processed(channel, skipped.last).await;
         }
     }
     for message in messages {
@@ -186,7 +186,7 @@ async fn handle_findings(
             // Unfinished: the read-back is due again at the next start.
             return false;
         }
-        if ctx.is_processed(channel, message.id) {
+        if ctx.runtime.is_processed(channel, message.id) {
             continue;
         }
         let role = ctx.access.borrow().role(message.author.id);
@@ -195,7 +195,7 @@ async fn handle_findings(
                 "read-back: the owner's {:?} from while the bridge was offline is not acted on (it has just started)",
                 message.content.trim()
             );
-            ctx.record_processed(channel, message.id).await;
+            ctx.runtime.record_processed(channel, message.id).await;
             continue;
         }
         let sent = snowflake_unix_ms(message.id);
@@ -234,7 +234,7 @@ fn is_late(sent_unix_ms: u64, began_unix_ms: u64) -> bool {
 /// the record and the files stay: the next start finds them. A spooled
 /// task (not recorded) keeps its files until its result is delivered.
 async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: bool) {
-    if ctx.record_processed(channel, message).await && recorded {
+    if ctx.runtime.record_processed(channel, message).await && recorded {
         if let Err(e) = ctx.outbox.remove_reply(channel, message).await {
             log::warn!("removing a delivered reply's record: {e}");
         }
@@ -437,7 +437,7 @@ async fn accept(
     fetched.fill(&mut task.attachments);
     if !message.is_direct() {
         // The mention only addressed the bot; `content` keeps it.
-        let content = channel_gate::without_mention(&message.content, ctx.bot_user());
+        let content = channel_gate::without_mention(&message.content, ctx.runtime.bot_user());
         task.text = task_text(&content, &task.transcripts);
     }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
