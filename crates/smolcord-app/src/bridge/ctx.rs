@@ -6,8 +6,7 @@
 //! below all of them: it imports none of those modules, only the state
 //! they share (crates/smolcord-app/tests/app/bridge_layers.rs checks it).
 
-use crate::bridge::access::book::{self, Access, Role};
-use crate::bridge::access::pairing::PairingBook;
+use crate::bridge::access::live::AccessBook;
 use crate::bridge::jobs::inflight::Inflight;
 use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
@@ -21,7 +20,6 @@ use crate::bridge::store::spool::Spool;
 use crate::config::{ChannelConfig, Config};
 use smol::lock::Semaphore;
 use smol::LocalExecutor;
-use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
 use std::cell::{Cell, RefCell};
@@ -44,8 +42,8 @@ pub(crate) struct Ctx {
     pub outbox: Outbox,
     /// Only the owner is answered (lifted by the first successful turn).
     pub safe_mode: Cell<bool>,
-    pub access: RefCell<Access>,
-    pub pairing: RefCell<PairingBook>,
+    /// Who is in, the pairing codes, and their rules.
+    pub access: AccessBook,
     /// `runtime.json` and its writer.
     pub runtime: RuntimeBook,
     pub floor: RefCell<SeqFloor>,
@@ -64,9 +62,6 @@ pub(crate) struct Ctx {
     /// owner was told about each once (at most one per configured channel,
     /// [`crate::config::channels::MAX_CHANNELS`]).
     pub channels_refused: RefCell<BTreeSet<Snowflake>>,
-    /// Wakes the results poller early (a pairing code was issued: it must
-    /// start watching for the approval).
-    pub poller_wake: event_listener::Event,
 }
 
 impl Ctx {
@@ -90,28 +85,6 @@ impl Ctx {
             .channel(parent)
             .filter(|entry| entry.thread)
             .map(|entry| (entry, true))
-    }
-
-    /// The user's role, re-reading `access.json` first if they look like a
-    /// stranger (an approval by `smolcord pair` may have just landed).
-    pub async fn fresh_role(&self, user: Snowflake) -> Role {
-        let role = self.access.borrow().role(user);
-        if role != Role::Stranger {
-            return role;
-        }
-        self.reread_access().await;
-        self.access.borrow().role(user)
-    }
-
-    /// Re-reads `access.json` if it changed.
-    pub async fn reread_access(&self) {
-        let path = book::access_path(&self.state_dir);
-        match offload::read_bytes(&path).await {
-            Ok(bytes) => {
-                self.access.borrow_mut().apply_reread(&path, bytes);
-            }
-            Err(e) => log::warn!("re-reading access state: {e}"),
-        }
     }
 
     /// The first successful turn clears the restart-failure counter and

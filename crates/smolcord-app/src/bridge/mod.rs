@@ -353,6 +353,13 @@ impl Bridge {
             self.tunables.files_max_age,
         );
         files.load(std::time::SystemTime::now()).await;
+        let access = access::live::AccessBook::new(
+            state_dir.clone(),
+            self.config.tofu,
+            self.tunables.pairing,
+            self.access,
+            self.pairing,
+        );
         let ctx = Rc::new(Ctx {
             spool: Spool::new(&state_dir),
             files,
@@ -363,8 +370,7 @@ impl Bridge {
             reporter: self.reporter,
             counters: self.counters.clone(),
             safe_mode: Cell::new(self.safe_mode),
-            access: RefCell::new(self.access),
-            pairing: RefCell::new(self.pairing),
+            access,
             runtime: store::runtime::RuntimeBook::new(self.runtime, runtime_writer),
             floor: RefCell::new(SeqFloor::default()),
             inflight: Inflight::new(),
@@ -374,7 +380,6 @@ impl Bridge {
             turn_done: Cell::new(false),
             stopping: Cell::new(false),
             executor: Rc::downgrade(&ex),
-            poller_wake: event_listener::Event::new(),
             channels_refused: RefCell::new(BTreeSet::new()),
             config: self.config,
         });

@@ -61,7 +61,7 @@ pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake
         return;
     }
     log::warn!("channel {channel} refuses the bot ({e}); telling the owner");
-    let Some(owner) = ctx.access.borrow().owner() else {
+    let Some(owner) = ctx.access.owner() else {
         log::warn!("no owner to tell that channel {channel} refuses the bot");
         return;
     };

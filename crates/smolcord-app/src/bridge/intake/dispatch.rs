@@ -12,7 +12,7 @@
 //! owner's `!restart` writes its marker and ends the loop. On the way out:
 //! the bounded drain and the final save.
 
-use crate::bridge::access::book::{self, Role};
+use crate::bridge::access::book::Role;
 use crate::bridge::access::restart::{self, RestartMarker};
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery;
@@ -159,7 +159,7 @@ impl Loop {
                     log::info!("reloading access state (SIGHUP)");
                     let ctx = self.ctx.clone();
                     self.ctx.spawn("bridge-reload", async move {
-                        ctx.reread_access().await;
+                        ctx.access.reread().await;
                         results::watch_approvals(&ctx).await;
                     });
                 }
@@ -370,8 +370,8 @@ impl Loop {
     /// safe mode.
     async fn session_started(&mut self) {
         self.save_session_now().await;
-        match book::load_with_restore(&self.ctx.state_dir).await {
-            Ok((loaded, bytes)) => self.ctx.access.borrow_mut().apply_load(loaded, bytes),
+        match self.ctx.access.restore().await {
+            Ok(()) => {}
             Err(e) => {
                 log::error!("reading access state at READY: {e}; keeping the state in memory");
                 self.ctx.reporter.fail(
@@ -400,7 +400,7 @@ impl Loop {
         }
         if self.ctx.safe_mode.get() && !self.safe_mode_told {
             self.safe_mode_told = true;
-            let owner = self.ctx.access.borrow().owner();
+            let owner = self.ctx.access.owner();
             if let Some(owner) = owner {
                 let ctx = self.ctx.clone();
                 self.ctx.spawn("bridge-safe-mode-notice", async move {
@@ -418,7 +418,7 @@ impl Loop {
         mut stop: Pin<&mut S>,
     ) -> Option<BridgeOutcome> {
         let ctx = &self.ctx;
-        let mut role = ctx.access.borrow().role(message.author.id);
+        let mut role = ctx.access.role(message.author.id);
         if !message.is_direct() {
             // Admitted by the peek ([`Loop::skip_unwanted`]): judged again
             // on the whole message, which says the same.

@@ -176,7 +176,7 @@ impl Readback {
         }
         // The owner first, then the allowed users (always), then the
         // channels with the newest marks (within the bound).
-        let mut users = ctx.access.borrow().answered_users();
+        let mut users = ctx.access.answered_users();
         let mut seen = HashSet::new();
         users.retain(|user| seen.insert(*user));
         ctx.runtime.keep_dms_of(&users);

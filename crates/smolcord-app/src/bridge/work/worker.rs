@@ -13,8 +13,9 @@
 //! A message is done when its processed mark is on disk: only then is its
 //! record removed and may the saved gateway seq move past it.
 
-use crate::bridge::access::book::{self, Role};
-use crate::bridge::access::pairing::{self, code_message, PairingDecision};
+use crate::bridge::access::book::Role;
+use crate::bridge::access::live::OwnerClaim;
+use crate::bridge::access::pairing::{code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::channel_refused;
@@ -153,7 +154,7 @@ async fn handle_findings(
         // Strangers are told nothing beyond the pairing rules; a channel
         // of no answered user (the read-back knows theirs) is a stranger's.
         let stranger = match unread.user {
-            Some(user) => ctx.fresh_role(user).await == Role::Stranger,
+            Some(user) => ctx.access.fresh_role(user).await == Role::Stranger,
             None => true,
         };
         if stranger {
@@ -166,7 +167,7 @@ async fn handle_findings(
     if let Some(skipped) = skipped {
         if !ctx.runtime.is_processed(channel, skipped.last) {
             // Strangers are told nothing beyond the pairing rules.
-            if ctx.fresh_role(skipped.author).await == Role::Stranger {
+            if ctx.access.fresh_role(skipped.author).await == Role::Stranger {
                 log::info!(
                     "read-back: {} message(s) of a stranger in channel {channel} not answered",
                     skipped.count
@@ -189,7 +190,7 @@ async fn handle_findings(
         if ctx.runtime.is_processed(channel, message.id) {
             continue;
         }
-        let role = ctx.access.borrow().role(message.author.id);
+        let role = ctx.access.role(message.author.id);
         if role == Role::Owner && is_restart_command(&message.content) {
             log::info!(
                 "read-back: the owner's {:?} from while the bridge was offline is not acted on (it has just started)",
@@ -262,14 +263,14 @@ async fn handle_message(
     received_unix_ms: u64,
     late: Option<u64>,
 ) -> Handled {
-    let mut role = ctx.fresh_role(message.author.id).await;
+    let mut role = ctx.access.fresh_role(message.author.id).await;
     let entry = ctx
         .channel_entry(message.channel_id)
         .filter(|_| !message.is_direct());
     if let Some((entry, _)) = entry {
         role = channel_gate::channel_role(entry, role, message.author.id);
     }
-    let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
+    let tofu_open = ctx.access.tofu_open();
     match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
         Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
         Verdict::BecomeOwner => {
@@ -307,24 +308,8 @@ fn refused(ctx: &Ctx, user: Snowflake) {
 }
 
 async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
-    // Claimed in memory before the first await, so two first messages
-    // cannot both become the owner.
-    let file = {
-        let mut access = ctx.access.borrow_mut();
-        if !access.tofu_open(ctx.config.tofu) {
-            drop(access);
-            return ctx.access.borrow().role(message.author.id) != Role::Stranger;
-        }
-        access.file.owner_id = Some(message.author.id);
-        access.file.clone()
-    };
-    match book::save(&ctx.state_dir, &file).await {
-        Ok(()) => {
-            log::info!(
-                "trust on first use: user {} is now the owner",
-                message.author.id
-            );
-            ctx.access.borrow_mut().remember_written(None);
+    match ctx.access.claim_owner(message.author.id).await {
+        OwnerClaim::Taken => {
             notify(
                 ctx,
                 message.channel_id,
@@ -334,9 +319,8 @@ async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
             .await;
             true
         }
-        Err(e) => {
-            log::error!("saving the TOFU owner failed: {e}; not taking this user as the owner");
-            ctx.access.borrow_mut().file.owner_id = None;
+        OwnerClaim::Closed(role) => role != Role::Stranger,
+        OwnerClaim::Unsaved => {
             ctx.reporter.fail(
                 FailureKind::State,
                 "access.json",
@@ -352,29 +336,27 @@ async fn pair(ctx: &Ctx, message: &Message) {
     refused(ctx, message.author.id);
     let pairing_nonce = nonce::notice(message.id, Notice::Pairing);
     let rules = ctx.tunables.pairing;
-    let decision = ctx.pairing.borrow_mut().on_stranger(
-        message.author.id,
-        message.channel_id,
-        now_unix_ms(),
-        &rules,
-        |n| fastrand::usize(..n),
-    );
+    let decision = match ctx
+        .access
+        .on_stranger(message.author.id, message.channel_id)
+        .await
+    {
+        Ok(decision) => decision,
+        Err(e) => {
+            // A code the operator cannot approve is worse than none.
+            log::error!("saving a pairing code failed: {e}; not sending it");
+            ctx.reporter.fail(
+                FailureKind::State,
+                "pairing.json",
+                None,
+                "pairing write failed",
+            );
+            return;
+        }
+    };
     match decision {
         PairingDecision::Issue(code) => {
-            let file = ctx.pairing.borrow().file.clone();
-            if let Err(e) = pairing::save(&ctx.state_dir, &file).await {
-                // A code the operator cannot approve is worse than none.
-                log::error!("saving a pairing code failed: {e}; not sending it");
-                ctx.reporter.fail(
-                    FailureKind::State,
-                    "pairing.json",
-                    None,
-                    "pairing write failed",
-                );
-                return;
-            }
             ctx.counters.bump(Counter::PairingCodesIssued);
-            ctx.poller_wake.notify(1);
             log::info!(
                 "pairing code issued to user {} (approve with `smolcord pair CODE`)",
                 message.author.id
