@@ -7,14 +7,13 @@
 //! they share (crates/smolcord-app/tests/app/bridge_layers.rs checks it).
 
 use crate::bridge::access::live::AccessBook;
-use crate::bridge::jobs::inflight::Inflight;
+use crate::bridge::jobs::floor::SequenceFloor;
 use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
 use crate::bridge::report::counters::BridgeCounters;
 use crate::bridge::report::reporter::Reporter;
 use crate::bridge::store::files::TaskFiles;
 use crate::bridge::store::outbox::Outbox;
-use crate::bridge::store::persist::SeqFloor;
 use crate::bridge::store::runtime::RuntimeBook;
 use crate::bridge::store::spool::Spool;
 use crate::config::{ChannelConfig, Config};
@@ -46,8 +45,9 @@ pub(crate) struct Ctx {
     pub access: AccessBook,
     /// `runtime.json` and its writer.
     pub runtime: RuntimeBook,
-    pub floor: RefCell<SeqFloor>,
-    pub inflight: Inflight,
+    /// What is done: the seq the session may be saved at, the jobs in
+    /// flight.
+    pub floor: SequenceFloor,
     /// Per-channel queues of messages waiting for their channel's worker.
     pub queues: JobQueues,
     pub agent_slots: Semaphore,

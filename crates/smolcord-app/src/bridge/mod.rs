@@ -64,7 +64,6 @@ use access::book::Access;
 use access::pairing::PairingBook;
 use access::restart::{RestartMarker, RuntimeState};
 use ctx::Ctx;
-use jobs::inflight::Inflight;
 use report::reporter::Reporter;
 use smol::channel::{self, Receiver, Sender};
 use smol::lock::Semaphore;
@@ -81,7 +80,7 @@ use std::rc::Rc;
 use std::time::Duration;
 use store::directory::ChannelDirectory;
 use store::outbox::Outbox;
-use store::persist::{Coalescing, Deferred, SeqFloor, SessionAndStatus};
+use store::persist::{Coalescing, Deferred, SessionAndStatus};
 use store::spool::Spool;
 
 /// Why the bridge could not start.
@@ -372,8 +371,7 @@ impl Bridge {
             safe_mode: Cell::new(self.safe_mode),
             access,
             runtime: store::runtime::RuntimeBook::new(self.runtime, runtime_writer),
-            floor: RefCell::new(SeqFloor::default()),
-            inflight: Inflight::new(),
+            floor: jobs::floor::SequenceFloor::new(),
             queues: jobs::queue::JobQueues::new(self.counters.clone()),
             agent_slots: Semaphore::new(concurrency),
             transcribe_slots: Semaphore::new(self.tunables.transcribe_concurrency.max(1)),

@@ -191,7 +191,7 @@ impl Loop {
                     match dispatch.name.as_str() {
                         "READY" => {
                             let began = now_unix_ms();
-                            self.ctx.floor.borrow_mut().new_session(shard, seq);
+                            self.ctx.floor.new_session(shard, seq);
                             match dispatch.data::<Ready>() {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
@@ -208,11 +208,11 @@ impl Loop {
                             }
                         }
                         "RESUMED" => {
-                            self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            self.ctx.floor.consumed(shard, seq);
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
-                            self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            self.ctx.floor.consumed(shard, seq);
                             if self.skip_unwanted(dispatch.raw_data()) {
                                 continue;
                             }
@@ -237,7 +237,7 @@ impl Loop {
                             }
                         }
                         name => {
-                            self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            self.ctx.floor.consumed(shard, seq);
                             let applied =
                                 self.directory.borrow_mut().apply(name, dispatch.raw_data());
                             match applied {
@@ -309,7 +309,7 @@ impl Loop {
                     log::warn!("more than {MAX_JOBS} unfinished replies on record; the rest wait for the next start");
                 }
                 for (channel, message) in replies {
-                    let guard = ctx.inflight.begin(format!(
+                    let guard = ctx.floor.begin_job(format!(
                         "reply to message {message} in channel {channel}, recorded before the restart"
                     ));
                     let work = Work::Recorded { message };
@@ -350,7 +350,7 @@ impl Loop {
         let statuses = self.shard.statuses();
         let count = statuses.first().map_or(1, |status| status.shard[1]);
         let states = {
-            let floor = self.ctx.floor.borrow();
+            let floor = &self.ctx.floor;
             statuses
                 .iter()
                 .map(|status| {
@@ -384,7 +384,7 @@ impl Loop {
         }
         if let Some(marker) = self.marker.take() {
             let ctx = self.ctx.clone();
-            let guard = self.ctx.inflight.begin("restart notice".into());
+            let guard = self.ctx.floor.begin_job("restart notice".into());
             self.ctx.spawn("bridge-restart-notice", async move {
                 let _guard = guard;
                 let text = "Back online after the restart.";
@@ -462,11 +462,11 @@ impl Loop {
                 let channel = message.channel_id;
                 // The ticket holds the saved seq below this message until
                 // it is handled, also while it waits for room.
-                let ticket = ctx.floor.borrow_mut().begin(shard, seq);
-                let guard = ctx.inflight.begin(format!(
-                    "message {} in channel {channel}: queued",
-                    message.id
-                ));
+                let (ticket, guard) = ctx.floor.begin_message(
+                    shard,
+                    seq,
+                    format!("message {} in channel {channel}: queued", message.id),
+                );
                 let job = Job {
                     channel,
                     work: Work::Message {
@@ -486,7 +486,7 @@ impl Loop {
                             break;
                         }
                         Room::Drop => {
-                            ctx.floor.borrow_mut().end(ticket);
+                            ctx.floor.end(ticket);
                             self.dropped();
                             break;
                         }
@@ -589,7 +589,7 @@ impl Loop {
                 "marker write failed",
             );
         }
-        let guard = ctx.inflight.begin("restart acknowledgement".into());
+        let guard = ctx.floor.begin_job("restart acknowledgement".into());
         let task_ctx = ctx.clone();
         let channel = message.channel_id;
         let nonce = nonce::notice(message.id, Notice::Restarting);
@@ -609,7 +609,7 @@ impl Loop {
             log::warn!("{held_back} more messages were dropped while the bridge was busy");
         }
         let bound = ctx.tunables.drain_timeout;
-        let left = ctx.inflight.drain(Instant::now() + bound).await;
+        let left = ctx.floor.drain(Instant::now() + bound).await;
         if left.is_empty() {
             log::info!("bridge stopping ({outcome:?}): nothing left in flight");
             if matches!(outcome, BridgeOutcome::Stopped) && cause == StopReason::Requested {

@@ -115,8 +115,8 @@ impl Run {
         gated.insert(channel);
         let (open, gate) = backlog::gate();
         let guard = ctx
-            .inflight
-            .begin(format!("read-back of channel {channel}"));
+            .floor
+            .begin_job(format!("read-back of channel {channel}"));
         let job = Job {
             channel,
             work: Work::Gate(gate),

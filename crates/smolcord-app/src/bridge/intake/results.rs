@@ -179,7 +179,7 @@ async fn scan(
             }
             book.borrow_mut().delivering.insert(path.clone());
             // Counted from now, so a shutdown's drain cannot miss it.
-            let guard = ctx.inflight.begin(format!("result {}", result_id(&path)));
+            let guard = ctx.floor.begin_job(format!("result {}", result_id(&path)));
             let (task_ctx, book) = (ctx.clone(), book.clone());
             ctx.spawn("bridge-result", async move {
                 let _guard = guard;

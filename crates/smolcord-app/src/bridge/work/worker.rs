@@ -105,7 +105,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
                     handled => finish(ctx, channel, message.id, handled == Handled::Recorded).await,
                 }
             }
-            ctx.floor.borrow_mut().end(ticket);
+            ctx.floor.end(ticket);
         }
         Work::Recorded { message } => {
             if !ctx.runtime.is_processed(channel, message) {
