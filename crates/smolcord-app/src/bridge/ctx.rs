@@ -8,6 +8,7 @@
 
 use crate::bridge::access::live::AccessBook;
 use crate::bridge::jobs::floor::SequenceFloor;
+use crate::bridge::jobs::lifecycle::Lifecycle;
 use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
 use crate::bridge::report::counters::BridgeCounters;
@@ -21,7 +22,7 @@ use smol::lock::Semaphore;
 use smol::LocalExecutor;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
@@ -39,8 +40,8 @@ pub(crate) struct Ctx {
     pub files: TaskFiles,
     /// Replies and results being delivered, on disk.
     pub outbox: Outbox,
-    /// Only the owner is answered (lifted by the first successful turn).
-    pub safe_mode: Cell<bool>,
+    /// Safe mode, a turn done, stopping.
+    pub lifecycle: Lifecycle,
     /// Who is in, the pairing codes, and their rules.
     pub access: AccessBook,
     /// `runtime.json` and its writer.
@@ -52,10 +53,6 @@ pub(crate) struct Ctx {
     pub queues: JobQueues,
     pub agent_slots: Semaphore,
     pub transcribe_slots: Semaphore,
-    /// A turn succeeded in this run (the failure counter was cleared).
-    pub turn_done: Cell<bool>,
-    /// No new work is taken (shutting down).
-    pub stopping: Cell<bool>,
     /// Weak: the executor owns the tasks, which own the context.
     pub executor: Weak<LocalExecutor<'static>>,
     /// Server channels that refused a reply for good in this run: the
@@ -90,13 +87,10 @@ impl Ctx {
     /// The first successful turn clears the restart-failure counter and
     /// lifts safe mode.
     pub fn turn_succeeded(&self) {
-        if self.turn_done.replace(true) {
+        if !self.lifecycle.first_turn() {
             return;
         }
         self.runtime.first_turn_succeeded();
-        if self.safe_mode.replace(false) {
-            log::info!("safe mode lifted: allowed users are answered again");
-            self.counters.set_safe_mode(false);
-        }
+        self.lifecycle.lift_safe_mode();
     }
 }

@@ -72,7 +72,7 @@ use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
 use smolcord::shard::ShardSetHandle;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
@@ -368,15 +368,13 @@ impl Bridge {
             rest: self.rest,
             reporter: self.reporter,
             counters: self.counters.clone(),
-            safe_mode: Cell::new(self.safe_mode),
+            lifecycle: jobs::lifecycle::Lifecycle::new(self.safe_mode, self.counters.clone()),
             access,
             runtime: store::runtime::RuntimeBook::new(self.runtime, runtime_writer),
             floor: jobs::floor::SequenceFloor::new(),
             queues: jobs::queue::JobQueues::new(self.counters.clone()),
             agent_slots: Semaphore::new(concurrency),
             transcribe_slots: Semaphore::new(self.tunables.transcribe_concurrency.max(1)),
-            turn_done: Cell::new(false),
-            stopping: Cell::new(false),
             executor: Rc::downgrade(&ex),
             channels_refused: RefCell::new(BTreeSet::new()),
             config: self.config,

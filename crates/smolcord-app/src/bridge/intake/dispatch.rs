@@ -398,7 +398,7 @@ impl Loop {
                 }
             });
         }
-        if self.ctx.safe_mode.get() && !self.safe_mode_told {
+        if self.ctx.lifecycle.safe_mode() && !self.safe_mode_told {
             self.safe_mode_told = true;
             let owner = self.ctx.access.owner();
             if let Some(owner) = owner {
@@ -458,7 +458,7 @@ impl Loop {
                 // Strangers get at most a pairing code; in safe mode only
                 // the owner is answered.
                 let droppable =
-                    role == Role::Stranger || (ctx.safe_mode.get() && role != Role::Owner);
+                    role == Role::Stranger || (ctx.lifecycle.safe_mode() && role != Role::Owner);
                 let channel = message.channel_id;
                 // The ticket holds the saved seq below this message until
                 // it is handled, also while it waits for room.
@@ -603,7 +603,7 @@ impl Loop {
 
     async fn shut_down(&self, poll_stop: Sender<()>, outcome: &BridgeOutcome, cause: StopReason) {
         let ctx = &self.ctx;
-        ctx.stopping.set(true);
+        ctx.lifecycle.stop();
         drop(poll_stop);
         if let Some((_, held_back)) = self.drop_log.take_held_back().pop() {
             log::warn!("{held_back} more messages were dropped while the bridge was busy");

@@ -134,7 +134,7 @@ impl Run {
     }
 
     fn stopped(&self, ctx: &Ctx) -> bool {
-        self.cancelled.get() || ctx.stopping.get()
+        self.cancelled.get() || ctx.lifecycle.stopping()
     }
 }
 

@@ -112,7 +112,7 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
                 ),
             )
             .await;
-        if stopped || ctx.stopping.get() {
+        if stopped || ctx.lifecycle.stopping() {
             return;
         }
         watch_approvals(&ctx).await;
@@ -167,7 +167,7 @@ async fn scan(
                 async { Some(workers.acquire_arc().await) },
             )
             .await;
-            let Some(permit) = permit.filter(|_| !ctx.stopping.get()) else {
+            let Some(permit) = permit.filter(|_| !ctx.lifecycle.stopping()) else {
                 return Scan::Stopped;
             };
             if book.borrow().stuck.len() >= MAX_STUCK {

@@ -124,7 +124,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
                     ));
                     handle_findings(ctx, channel, findings, &guard).await
                 }
-                Err(_) => !ctx.stopping.get(),
+                Err(_) => !ctx.lifecycle.stopping(),
             };
             return !complete;
         }
@@ -183,7 +183,7 @@ async fn handle_findings(
         }
     }
     for message in messages {
-        if ctx.stopping.get() {
+        if ctx.lifecycle.stopping() {
             // Unfinished: the read-back is due again at the next start.
             return false;
         }
@@ -271,7 +271,12 @@ async fn handle_message(
         role = channel_gate::channel_role(entry, role, message.author.id);
     }
     let tofu_open = ctx.access.tofu_open();
-    match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
+    match decide(
+        role,
+        ctx.lifecycle.safe_mode(),
+        tofu_open,
+        message.is_direct(),
+    ) {
         Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
         Verdict::BecomeOwner => {
             if become_owner(ctx, message).await {
@@ -515,7 +520,7 @@ async fn spool_task(ctx: &Ctx, message: &Message, task: &Task) -> Handled {
         } else {
             log::debug!("spooling task {} (try {failures}): {error}", task.id);
         }
-        if ctx.stopping.get() {
+        if ctx.lifecycle.stopping() {
             log::error!(
                 "spooling task {} failed {failures} time(s) over {:.0} s ({error}); stopping: it stays unprocessed for the next start",
                 task.id,
