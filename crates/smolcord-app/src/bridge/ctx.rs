@@ -5,6 +5,16 @@
 //! `worker` → `transcribe` / `agent` → `delivery` — and this context sits
 //! below all of them: it imports none of those modules, only the state
 //! they share (crates/smolcord-app/tests/app/bridge_layers.rs checks it).
+//!
+//! What changes while the bridge runs lives in owned sub-states, each in
+//! the layer its data belongs to, its fields private and its rules in its
+//! methods (callers say what happened, not which field to write):
+//! [`AccessBook`] (access, pairing, the owner rule, the re-read),
+//! [`RuntimeBook`] (`runtime.json`: each change schedules its write),
+//! [`SequenceFloor`] (the seq the session may be saved at and the jobs in
+//! flight: what is done), [`Lifecycle`] (safe mode, a turn done,
+//! stopping) and [`ToldOnce`] (refusing channels the owner heard of). The
+//! other fields are services with no state of their own to guard.
 
 use crate::bridge::access::live::AccessBook;
 use crate::bridge::jobs::floor::SequenceFloor;
@@ -13,6 +23,7 @@ use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
 use crate::bridge::report::counters::BridgeCounters;
 use crate::bridge::report::reporter::Reporter;
+use crate::bridge::report::told_once::ToldOnce;
 use crate::bridge::store::files::TaskFiles;
 use crate::bridge::store::outbox::Outbox;
 use crate::bridge::store::runtime::RuntimeBook;
@@ -22,8 +33,6 @@ use smol::lock::Semaphore;
 use smol::LocalExecutor;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
-use std::cell::RefCell;
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Weak;
@@ -58,7 +67,7 @@ pub(crate) struct Ctx {
     /// Server channels that refused a reply for good in this run: the
     /// owner was told about each once (at most one per configured channel,
     /// [`crate::config::channels::MAX_CHANNELS`]).
-    pub channels_refused: RefCell<BTreeSet<Snowflake>>,
+    pub channels_refused: ToldOnce,
 }
 
 impl Ctx {

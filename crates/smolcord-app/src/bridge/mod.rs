@@ -376,7 +376,7 @@ impl Bridge {
             agent_slots: Semaphore::new(concurrency),
             transcribe_slots: Semaphore::new(self.tunables.transcribe_concurrency.max(1)),
             executor: Rc::downgrade(&ex),
-            channels_refused: RefCell::new(BTreeSet::new()),
+            channels_refused: report::told_once::ToldOnce::default(),
             config: self.config,
         });
         let (poll_stop_tx, poll_stop_rx) = channel::bounded::<()>(1);
