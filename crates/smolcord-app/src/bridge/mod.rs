@@ -44,13 +44,14 @@ mod report;
 pub mod store;
 mod work;
 
+pub use crate::status::CountersSnapshot;
 pub use access::book::{AccessFile, Role};
 pub use access::pairing::{approve_code, Approval, PairError, PairingRules};
 pub use intake::dispatch::{BridgeOutcome, StopReason};
 pub use jobs::backlog::ReadbackBounds;
 pub use jobs::queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
 pub use jobs::tunables::{SpoolRetry, Tunables, DRAIN_BOUND};
-pub use report::counters::{BridgeCounters, CountersSnapshot};
+pub use report::counters::BridgeCounters;
 pub use store::outbox::OUTBOX_DIR;
 pub use store::persist::{
     load_session_state, load_session_states, session_path, SessionFile, SESSION_FILE,
@@ -319,7 +320,10 @@ impl Bridge {
             Ok(listener) => {
                 let (shard, counters) = (self.shard.clone(), self.counters.clone());
                 let snapshot = move || {
-                    status::StatusSnapshot::capture_set(&shard.statuses(), counters.to_json())
+                    status::StatusSnapshot::capture_set(
+                        &shard.statuses(),
+                        Some(counters.snapshot()),
+                    )
                 };
                 ex.spawn(smolcord::loopwatch::watch(
                     "bridge-status-socket",

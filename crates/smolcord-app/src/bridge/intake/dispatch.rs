@@ -361,7 +361,7 @@ impl Loop {
         };
         let file = SessionFile::new(count, states);
         self.writers.session_and_status.save(reason, file, || {
-            StatusSnapshot::capture_set(&statuses, self.ctx.counters.to_json())
+            StatusSnapshot::capture_set(&statuses, Some(self.ctx.counters.snapshot()))
         });
     }
 
