@@ -4,7 +4,7 @@
 //! are copied in at capture (they serialise but do not read back). Reading
 //! is lenient: every field defaults, so a file from an older build still
 //! draws, and a section that is not what it should be reads as empty (see
-//! [`lenient`]) rather than making the whole file unreadable.
+//! `lenient`) rather than making the whole file unreadable.
 //!
 //! Fields are declared in alphabetical order: these sections used to be
 //! written as JSON maps, whose keys sort, and `status.json` keeps the bytes
