@@ -59,3 +59,23 @@ impl Lifecycle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_turn_lifts_safe_mode_and_its_counter_flag() {
+        let counters = BridgeCounters::default();
+        counters.set_safe_mode(true);
+        let life = Lifecycle::new(true, counters.clone());
+        assert!(life.safe_mode() && !life.stopping());
+        assert!(life.first_turn());
+        assert!(!life.first_turn());
+        life.lift_safe_mode();
+        assert!(!life.safe_mode());
+        assert!(!counters.snapshot().safe_mode);
+        life.stop();
+        assert!(life.stopping());
+    }
+}

@@ -21,3 +21,19 @@ impl ToldOnce {
         told.len() < MAX_CHANNELS && told.insert(channel)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_channel_is_told_once_within_the_bound() {
+        let told = ToldOnce::default();
+        assert!(told.first_time(Snowflake::new(1)));
+        assert!(!told.first_time(Snowflake::new(1)));
+        for id in 2..=MAX_CHANNELS as u64 {
+            assert!(told.first_time(Snowflake::new(id)));
+        }
+        assert!(!told.first_time(Snowflake::new(u64::MAX)), "past the bound");
+    }
+}

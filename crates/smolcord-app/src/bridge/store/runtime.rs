@@ -172,3 +172,61 @@ impl RuntimeBook {
         self.writer.flush().await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::report::counters::BridgeCounters;
+    use crate::bridge::report::reporter::Reporter;
+    use crate::recorder::Recorder;
+    use smolcord::offload;
+    use std::time::Duration;
+
+    #[test]
+    fn a_change_schedules_its_write_and_no_news_writes_nothing() {
+        smol::block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("runtime.json");
+            let reporter = Reporter::new(Recorder::disabled(), BridgeCounters::default());
+            let (writer, _task) = Coalescing::new(path.clone(), Duration::ZERO, reporter);
+            let book = RuntimeBook::new(RuntimeState::default(), writer);
+            let (user, dm) = (Snowflake::new(1), Snowflake::new(10));
+            let on_disk = || async {
+                let bytes = offload::read_bytes(&path).await.unwrap()?;
+                Some(serde_json::from_slice::<RuntimeState>(&bytes).unwrap())
+            };
+
+            book.remember_dm(user, dm);
+            assert!(book.flush().await);
+            assert_eq!(on_disk().await.unwrap().dm_channels[&user], dm);
+            assert_eq!(book.dm_user(dm), Some(user));
+
+            // Known already: nothing to write.
+            offload::remove_file(&path).await.unwrap();
+            book.remember_dm(user, dm);
+            book.remember_bot(Snowflake::new(5));
+            book.remember_bot(Snowflake::new(5));
+            assert!(book.flush().await);
+            assert_eq!(
+                on_disk().await.unwrap().bot_user_id,
+                Some(Snowflake::new(5))
+            );
+            offload::remove_file(&path).await.unwrap();
+            book.remember_bot(Snowflake::new(5));
+            book.readback_done();
+            assert!(book.flush().await);
+            assert!(on_disk().await.is_none());
+
+            // A processed mark is on disk when the call returns.
+            assert!(book.record_processed(dm, Snowflake::new(100)).await);
+            assert!(on_disk()
+                .await
+                .unwrap()
+                .is_processed(dm, Snowflake::new(99)));
+            assert!(book.is_processed(dm, Snowflake::new(100)));
+            assert!(!book.is_processed(dm, Snowflake::new(101)));
+            assert!(book.mark_readback_due().await);
+            assert!(on_disk().await.unwrap().readback_due);
+        });
+    }
+}
