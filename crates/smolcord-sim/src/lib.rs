@@ -167,58 +167,31 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations)]
 
-mod bot_token;
-mod clock;
-mod config;
-mod content;
 mod control;
-mod events;
-mod faults;
 mod gateway;
-mod history;
-mod http;
-mod identify;
-mod inject;
-mod members;
-mod message_body;
-mod multipart;
-mod nonces;
-mod objects;
-mod pacing;
-mod payload_checks;
-mod queue;
-mod ratelimit;
-mod ratelimit_headers;
-mod reactions;
-mod replies;
+mod model;
 mod rest;
 mod server;
-mod session;
-mod sim_error;
 mod state;
-mod stats;
-mod threads;
-mod tls;
-mod zlib;
-mod zstd;
+mod wire;
 
-pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
-pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
-pub use events::{next_matching, SimEvent};
-pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
-pub use inject::{ChannelPost, SimFile, VoiceNote};
-pub use members::MAX_GUILD_MEMBERS;
-pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
-pub use ratelimit::RestRateLimit;
-pub use rest::{BotMessage, RestRecord};
-pub use sim_error::SimError;
-pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
-pub use tls::SimTls;
-pub use zlib::SYNC_FLUSH_SUFFIX;
+pub use control::inject::{ChannelPost, SimFile, VoiceNote};
+pub use gateway::members::MAX_GUILD_MEMBERS;
+pub use model::bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
+pub use model::config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
+pub use model::sim_error::SimError;
+pub use rest::routes::{BotMessage, RestRecord};
+pub use state::events::{next_matching, SimEvent};
+pub use state::faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
+pub use state::pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
+pub use state::ratelimit::RestRateLimit;
+pub use state::stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
+pub use wire::tls::SimTls;
+pub use wire::zlib::SYNC_FLUSH_SUFFIX;
 
 use serde_json::Value;
 use smolcord::protocol::Snowflake;
-use state::Shared;
+use state::shared::Shared;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -505,7 +478,7 @@ impl Simulator {
             .dir
             .history
             .get(channel_id.get(), message_id.get())
-            .map(|m| reactions::own(&m.object))
+            .map(|m| rest::reactions::own(&m.object))
             .unwrap_or_default()
     }
 

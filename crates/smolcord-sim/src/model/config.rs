@@ -1,8 +1,8 @@
 //! What a simulator instance accepts and announces.
 
 use super::bot_token::{bot_id_of_token, DEFAULT_SIM_TOKEN};
-use super::ratelimit::RestRateLimit;
-use super::tls::SimTls;
+use crate::state::ratelimit::RestRateLimit;
+use crate::wire::tls::SimTls;
 use smolcord::protocol::{Intents, Snowflake};
 use smolcord::token::Token;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -100,7 +100,7 @@ pub struct SimConfig {
     pub rest_rate_limit: Option<RestRateLimit>,
     /// Members of every guild beyond the bot and its owner, for Request
     /// Guild Members (op 8): `member-00001`, ... (0; at most
-    /// [`MAX_GUILD_MEMBERS`](super::MAX_GUILD_MEMBERS)).
+    /// [`MAX_GUILD_MEMBERS`](crate::MAX_GUILD_MEMBERS)).
     pub guild_members: u32,
     /// A repeat of an all-members op 8 for one guild within this gets a
     /// RATE_LIMITED dispatch instead of chunks (Discord: 30 s).

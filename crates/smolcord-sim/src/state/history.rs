@@ -21,8 +21,8 @@
 //! [`HISTORY_TOTAL`] in all (oldest dropped first), so a flood or a
 //! week-long soak cannot grow the simulator without end.
 
-use super::http::{Request, Response};
-use super::rest::BotMessage;
+use crate::rest::routes::BotMessage;
+use crate::wire::http::{Request, Response};
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
 use std::collections::{HashMap, VecDeque};
@@ -112,7 +112,11 @@ impl History {
     pub(crate) fn as_read(&self, message: &StoredMessage) -> Value {
         let object = message.as_read_back();
         match self.withheld_from {
-            Some(bot) => super::content::withhold(&object, bot, super::content::in_guild(&object)),
+            Some(bot) => crate::model::content::withhold(
+                &object,
+                bot,
+                crate::model::content::in_guild(&object),
+            ),
             None => object,
         }
     }

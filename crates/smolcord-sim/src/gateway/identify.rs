@@ -2,16 +2,16 @@
 //! with its close codes; READY and GUILD_CREATE for a new session; replay
 //! and RESUMED for a resumed one.
 
-use super::events::SimEvent;
-use super::gateway::Reader;
-use super::objects;
-use super::session::{ReplayError, Session};
-use super::state::{ConnCmd, Out};
+use super::connection::Reader;
+use crate::model::objects;
+use crate::state::events::SimEvent;
+use crate::state::session::{ReplayError, Session};
+use crate::state::shared::{ConnCmd, Out};
 use serde_json::{json, Value};
 use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Identify, Intents, Resume};
 use std::time::Instant;
 
-use super::payload_checks::Refusal;
+use crate::model::payload_checks::Refusal;
 
 /// Discord documents the Identify/Resume token as the raw token; the "Bot "
 /// prefix belongs to the HTTP header. In practice the gateway accepts a
@@ -63,7 +63,7 @@ fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
         )
     };
     let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
-    super::payload_checks::identify_extras(&d).map_err(bad)?;
+    crate::model::payload_checks::identify_extras(&d).map_err(bad)?;
     lenient_compress(&mut d);
     if let Some(presence) = d.get_mut("presence") {
         lenient_since(presence);

@@ -3,10 +3,10 @@
 //! documentation of [`crate`]. A bad request gets 400 with
 //! `{"error": "..."}` naming what is wrong.
 
-use super::faults::{Fault, RestFault};
-use super::http::{Request, Response};
 use super::inject::ChannelPost;
-use super::state::Shared;
+use crate::state::faults::{Fault, RestFault};
+use crate::state::shared::Shared;
+use crate::wire::http::{Request, Response};
 use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;

@@ -14,18 +14,18 @@
 //! 1200000000000000001), so a test can make a guild as large as it needs.
 //! Authors of injected guild messages are not members.
 //!
-//! [`SimConfig::all_members_window`]: super::SimConfig::all_members_window
-//! [`SimConfig::guild_members`]: super::SimConfig::guild_members
+//! [`SimConfig::all_members_window`]: crate::SimConfig::all_members_window
+//! [`SimConfig::guild_members`]: crate::SimConfig::guild_members
 
-use super::config::SimConfig;
-use super::gateway::Reader;
-use super::objects;
-use super::payload_checks::snowflake;
+use super::connection::Reader;
+use crate::model::config::SimConfig;
+use crate::model::objects;
+use crate::model::payload_checks::snowflake;
 use serde_json::{json, Map, Value};
 use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Intents, Snowflake};
 use std::time::Instant;
 
-use super::payload_checks::Refusal;
+use crate::model::payload_checks::Refusal;
 
 /// Members per GUILD_MEMBERS_CHUNK.
 pub(crate) const CHUNK_SIZE: usize = 1000;
@@ -35,7 +35,7 @@ const MAX_USER_IDS: usize = 100;
 const MAX_QUERY_RESULTS: usize = 100;
 /// A longer nonce is ignored (not echoed).
 const MAX_NONCE_BYTES: usize = 32;
-/// The largest [`SimConfig::guild_members`](super::SimConfig::guild_members)
+/// The largest [`SimConfig::guild_members`](crate::SimConfig::guild_members)
 /// (25 chunks per all-members request).
 pub const MAX_GUILD_MEMBERS: u32 = 25_000;
 /// The first synthetic member's id.

@@ -3,8 +3,8 @@
 //! `window` (fixed windows: a Discord bucket refills all at once at its
 //! reset), and `global_per_second` requests per second over all routes.
 //! Every answer carries the counts in its `X-RateLimit-*` headers (see
-//! [`super::ratelimit_headers`]). With
-//! [`SimConfig::rest_rate_limit`](super::SimConfig::rest_rate_limit) set the
+//! [`crate::rest::ratelimit_headers`]). With
+//! [`SimConfig::rest_rate_limit`](crate::SimConfig::rest_rate_limit) set the
 //! limits are enforced (429 beyond them, as Discord answers); without it the
 //! counts are real but run against [`RestRateLimit::REPORTED`] and nothing
 //! is refused.

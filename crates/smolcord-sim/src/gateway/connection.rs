@@ -5,18 +5,18 @@
 //! from an ordered queue, delayed and compressed as asked) in one task.
 //! Identify and Resume live in [`super::identify`].
 
-use super::clock::{later, scaled};
-use super::events::SimEvent;
-use super::faults::Fault;
-use super::http::{HttpConn, Request, Response};
 use super::identify::{handle_identify, handle_resume, lenient_since};
 use super::members;
-use super::payload_checks::{self, Refusal};
-use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
-use super::stats::ConnEnd;
-use super::tls::SimStream;
-use super::zlib::{compress_payload, ZlibStream};
-use super::zstd::ZstdStream;
+use crate::model::clock::{later, scaled};
+use crate::model::payload_checks::{self, Refusal};
+use crate::state::events::SimEvent;
+use crate::state::faults::Fault;
+use crate::state::shared::{ConnCmd, ConnEntry, Out, Shared, State};
+use crate::state::stats::ConnEnd;
+use crate::wire::http::{HttpConn, Request, Response};
+use crate::wire::tls::SimStream;
+use crate::wire::zlib::{compress_payload, ZlibStream};
+use crate::wire::zstd::ZstdStream;
 use async_net::TcpStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::CloseFrame;

@@ -4,21 +4,21 @@
 //! Requests are checked like Discord checks them (`Authorization: Bot
 //! <token>`, a JSON or `multipart/form-data` body, message length, empty
 //! messages, unknown channels, file sizes: 10 MiB a file, 25 MiB a request;
-//! rate limits when [`SimConfig::rest_rate_limit`](super::SimConfig) is
+//! rate limits when [`SimConfig::rest_rate_limit`](crate::SimConfig) is
 //! set) and answered with full objects and `Content-Type: application/json`
 //! exactly. Uploaded files become the message's attachments, served under
 //! `/attachments/` like Discord's CDN. Every request is recorded.
 
-use super::faults::{RestFault, RestFaultKind, UploadShape};
-use super::history::{self, StoredMessage};
-use super::http::{Request, Response};
-use super::multipart::{self, Part};
-use super::nonces::{Original, NONCE_MAX_CHARS};
-use super::objects::{self, MessagePlace};
-use super::ratelimit::{Decision, RestRateLimit, Standing};
 use super::ratelimit_headers::{route_bucket, too_many, with_counts, RouteBucket, Scope};
-use super::state::{Shared, State, StoredFile};
 use super::{message_body, replies};
+use crate::model::objects::{self, MessagePlace};
+use crate::state::faults::{RestFault, RestFaultKind, UploadShape};
+use crate::state::history::{self, StoredMessage};
+use crate::state::nonces::{Original, NONCE_MAX_CHARS};
+use crate::state::ratelimit::{Decision, RestRateLimit, Standing};
+use crate::state::shared::{Shared, State, StoredFile};
+use crate::wire::http::{Request, Response};
+use crate::wire::multipart::{self, Part};
 use serde::Serialize;
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
@@ -233,7 +233,7 @@ fn take_matching(
             && f.kind.applies_to(shape)
             && f.path_prefix
                 .as_deref()
-                .map_or(path != super::queue::PATH, |p| {
+                .map_or(path != crate::gateway::queue::PATH, |p| {
                     // "GET /api/…": that method only.
                     match p.split_once(' ') {
                         Some((m, p)) => m.eq_ignore_ascii_case(method) && path.starts_with(p),
@@ -706,7 +706,7 @@ fn find_message(state: &mut State, channel: u64, message: u64) -> Option<&mut St
     state.dir.history.get_mut(channel, message)
 }
 
-/// `GET /channels/{id}/messages` (see [`super::history`]).
+/// `GET /channels/{id}/messages` (see [`crate::state::history`]).
 fn channel_messages(state: &State, channel_id: u64, request: &Request) -> Response {
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");

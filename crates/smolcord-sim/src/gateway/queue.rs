@@ -5,9 +5,9 @@
 //! A REST fault on the prefix `/queue` (e.g. `RestFault::server_error(503,
 //! 2).on("/queue")`) makes it fail like a service that is down.
 
-use super::http::{Request, Response};
-use super::rest::{fault_response, take_fault};
-use super::state::Shared;
+use crate::rest::routes::{fault_response, take_fault};
+use crate::state::shared::Shared;
+use crate::wire::http::{Request, Response};
 use serde_json::json;
 use std::time::Instant;
 

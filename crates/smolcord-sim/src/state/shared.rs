@@ -4,16 +4,16 @@
 //! a test's thread and the simulator's own thread never wait on each other
 //! for long.
 
-use super::clock::later;
-use super::config::{SimConfig, SimGuild};
 use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
 use super::history::{History, StoredMessage};
 use super::nonces::NonceBook;
-use super::objects::IdGen;
-use super::rest::RestRecord;
 use super::session::SessionStore;
 use super::stats::StatsBook;
+use crate::model::clock::later;
+use crate::model::config::{SimConfig, SimGuild};
+use crate::model::objects::IdGen;
+use crate::rest::routes::RestRecord;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use smolcord::protocol::Intents;
@@ -237,7 +237,7 @@ impl Shared {
     pub(crate) fn set_pacing(
         &self,
         pacing: super::pacing::IdentifyPacing,
-    ) -> Result<(), super::sim_error::SimError> {
+    ) -> Result<(), crate::model::sim_error::SimError> {
         pacing.check()?;
         let mut state = self.lock();
         if pacing.max_concurrency != state.pacing.max_concurrency {
@@ -391,14 +391,14 @@ impl State {
             .dir
             .dm_channel(&mut self.ids, super::faults::FLOOD_USER_ID, "flooder");
         let id = self.ids.next();
-        let place = super::objects::MessagePlace {
+        let place = crate::model::objects::MessagePlace {
             channel_id: channel,
             guild_id: None,
         };
-        let d = super::objects::message(
+        let d = crate::model::objects::message(
             id,
             &place,
-            super::objects::user(super::faults::FLOOD_USER_ID, "flooder"),
+            crate::model::objects::user(super::faults::FLOOD_USER_ID, "flooder"),
             &format!("flood {n}"),
             Vec::new(),
             0,
@@ -460,7 +460,7 @@ impl State {
         let mut seqs = Vec::with_capacity(targets.len());
         for (session_id, strip) in targets {
             let payload = if strip {
-                super::content::withhold(d, config.bot_id.get(), true)
+                crate::model::content::withhold(d, config.bot_id.get(), true)
             } else {
                 d.clone()
             };

@@ -1,0 +1,11 @@
+//! The simulator's state: the books one lock holds (sessions, history, nonces, rate limits, pacing, faults, statistics, events) and the lock.
+
+pub(crate) mod events;
+pub(crate) mod faults;
+pub(crate) mod history;
+pub(crate) mod nonces;
+pub(crate) mod pacing;
+pub(crate) mod ratelimit;
+pub(crate) mod session;
+pub(crate) mod shared;
+pub(crate) mod stats;
