@@ -176,15 +176,16 @@ mod state;
 mod wire;
 
 pub use control::inject::{ChannelPost, SimFile, VoiceNote};
-pub use gateway::members::MAX_GUILD_MEMBERS;
 pub use model::bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
-pub use model::config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
+pub use model::config::{
+    RestRateLimit, SessionStartLimit, SimChannel, SimConfig, SimGuild, MAX_GUILD_MEMBERS,
+};
 pub use model::sim_error::SimError;
-pub use rest::routes::{BotMessage, RestRecord};
 pub use state::events::{next_matching, SimEvent};
 pub use state::faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
+pub use state::history::BotMessage;
 pub use state::pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
-pub use state::ratelimit::RestRateLimit;
+pub use state::rest_log::RestRecord;
 pub use state::stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use wire::tls::SimTls;
 pub use wire::zlib::SYNC_FLUSH_SUFFIX;
@@ -467,7 +468,7 @@ impl Simulator {
 
     /// Every REST request received (the most recent 10 000).
     pub fn rest_requests(&self) -> Vec<RestRecord> {
-        self.shared().lock().rest_log.iter().cloned().collect()
+        self.shared().lock().rest_log.records().cloned().collect()
     }
 
     /// The emoji the bot reacted with on a message (empty for an unknown

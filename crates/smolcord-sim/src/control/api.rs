@@ -145,7 +145,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             Response::json(200, &serde_json::to_value(stats).unwrap_or(Value::Null))
         }
         ("GET", "/rest-log") => {
-            let log: Vec<_> = shared.lock().rest_log.iter().cloned().collect();
+            let log: Vec<_> = shared.lock().rest_log.records().cloned().collect();
             Response::json(200, &serde_json::to_value(log).unwrap_or(Value::Null))
         }
         ("GET", "/messages") => {

@@ -5,7 +5,7 @@
 //! from an ordered queue, delayed and compressed as asked) in one task.
 //! Identify and Resume live in [`super::identify`].
 
-use super::identify::{handle_identify, handle_resume, lenient_since};
+use super::identify::{handle_identify, handle_resume, lenient_since, Answer};
 use super::members;
 use crate::model::clock::{later, scaled};
 use crate::model::payload_checks::{self, Refusal};
@@ -458,6 +458,13 @@ impl Reader {
         }
     }
 
+    /// Carries out what Identify or Resume answered.
+    fn answer(&mut self, answer: Answer) {
+        if answer == Answer::InvalidSession {
+            self.invalid_session(false);
+        }
+    }
+
     /// Sends op 9 and leaves the connection unauthenticated; `false` ends
     /// the session.
     pub(crate) fn invalid_session(&mut self, resumable: bool) {
@@ -776,8 +783,16 @@ impl Reader {
         };
         match op {
             OpCode::Heartbeat => self.on_heartbeat(&frame, now),
-            OpCode::Identify => handle_identify(self, &frame),
-            OpCode::Resume => handle_resume(self, &frame),
+            OpCode::Identify => {
+                let answer = handle_identify(&self.shared, self.id, &mut self.session, &frame)?;
+                self.answer(answer);
+                Ok(())
+            }
+            OpCode::Resume => {
+                let answer = handle_resume(&self.shared, self.id, &mut self.session, &frame)?;
+                self.answer(answer);
+                Ok(())
+            }
             _ if self.session.is_none() => Err((
                 CloseCode::NOT_AUTHENTICATED,
                 format!("opcode {} before Identify", frame.raw_opcode()),
@@ -802,7 +817,9 @@ impl Reader {
                         )
                     })
             }
-            OpCode::RequestGuildMembers => members::handle(self, &frame),
+            OpCode::RequestGuildMembers => {
+                members::handle(&self.shared, self.session.as_deref(), &frame)
+            }
             OpCode::VoiceStateUpdate => {
                 let d: Value = frame
                     .data()

@@ -2,11 +2,11 @@
 //! with its close codes; READY and GUILD_CREATE for a new session; replay
 //! and RESUMED for a resumed one.
 
-use super::connection::Reader;
+use crate::model::config::SimConfig;
 use crate::model::objects;
 use crate::state::events::SimEvent;
 use crate::state::session::{ReplayError, Session};
-use crate::state::shared::{ConnCmd, Out};
+use crate::state::shared::{ConnCmd, Out, Shared};
 use serde_json::{json, Value};
 use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Identify, Intents, Resume};
 use std::time::Instant;
@@ -17,9 +17,20 @@ use crate::model::payload_checks::Refusal;
 /// prefix belongs to the HTTP header. In practice the gateway accepts a
 /// prefixed token too (twilight has always sent one), so the simulator
 /// accepts both.
-fn token_ok(reader: &Reader, sent: &str) -> bool {
+fn token_ok(config: &SimConfig, sent: &str) -> bool {
     let sent = sent.strip_prefix("Bot ").unwrap_or(sent);
-    sent == reader.shared.config.token.expose()
+    sent == config.token.expose()
+}
+
+/// What the connection does after an Identify or Resume it did not
+/// refuse with a close.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Nothing more: the session is started or resumed.
+    Done,
+    /// Op 9 `false`: no session (limits spent, too early, unknown or
+    /// expired session, a seq before the replay buffer).
+    InvalidSession,
 }
 
 /// Discord documents a presence's `since` as Unix ms or null, but its
@@ -79,28 +90,34 @@ fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
     serde_json::from_value(d).map_err(|e| bad(e.to_string()))
 }
 
-pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
+/// Identify on connection `conn`, whose session slot is `slot`.
+pub(crate) fn handle_identify(
+    shared: &Shared,
+    conn: u64,
+    slot: &mut Option<String>,
+    frame: &Frame,
+) -> Result<Answer, Refusal> {
     {
-        let mut state = reader.shared.lock();
+        let mut state = shared.lock();
         state.stats.totals.identifies += 1;
-        if let Some(stats) = state.stats.conn(reader.id) {
+        if let Some(stats) = state.stats.conn(conn) {
             stats.identifies += 1;
         }
     }
-    if reader.session.is_some() {
+    if slot.is_some() {
         return Err((
             CloseCode::ALREADY_AUTHENTICATED,
             "already authenticated".into(),
         ));
     }
     let identify = decode_identify(frame)?;
-    if !token_ok(reader, &identify.token) {
+    if !token_ok(&shared.config, &identify.token) {
         return Err((
             CloseCode::AUTHENTICATION_FAILED,
             "authentication failed".into(),
         ));
     }
-    let config = &reader.shared.config;
+    let config = &shared.config;
     let [shard_id, shard_count] = identify.shard.unwrap_or([0, 1]);
     if shard_count == 0 || shard_id >= shard_count || config.refused_shards.contains(&shard_id) {
         return Err((
@@ -135,7 +152,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
         ));
     }
     let now = Instant::now();
-    let mut state = reader.shared.lock();
+    let mut state = shared.lock();
     let pacing = state.pacing;
     let bucket = shard_id % pacing.max_concurrency.max(1);
     let since_last = state
@@ -171,8 +188,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
             }
         );
         drop(state);
-        reader.invalid_session(false);
-        return Ok(());
+        return Ok(Answer::InvalidSession);
     }
     state.start_remaining -= 1;
     state.last_identify.insert(bucket, now);
@@ -181,31 +197,31 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
     let session_id = objects::session_id();
     let mut session = Session::new(
         session_id.clone(),
-        reader.id,
+        conn,
         identify.intents,
         [shard_id, shard_count],
         config.replay_capacity,
     );
     let zlib = state
         .stats
-        .conn(reader.id)
+        .conn(conn)
         .is_some_and(|s| s.compression.is_some());
     session.payload_compress = identify.compress == Some(true) && !zlib;
     if identify.compress == Some(true) && zlib {
         log::info!("sim: Identify compress ignored: transport compression is on");
     }
-    if let Some(entry) = state.conns.get(&reader.id) {
+    if let Some(entry) = state.conns.get(&conn) {
         let _ = entry
             .out
             .try_send(Out::PayloadCompression(session.payload_compress));
     }
     if session.payload_compress {
-        if let Some(stats) = state.stats.conn(reader.id) {
+        if let Some(stats) = state.stats.conn(conn) {
             stats.compression = Some("payload".to_owned());
         }
     }
     state.sessions.insert(session);
-    reader.session = Some(session_id.clone());
+    *slot = Some(session_id.clone());
 
     let own_guilds: Vec<_> = state
         .dir
@@ -220,7 +236,7 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
         "user": objects::bot_user(config),
         "session_type": "normal",
         "session_id": session_id,
-        "resume_gateway_url": reader.shared.resume_gateway_url(),
+        "resume_gateway_url": shared.resume_gateway_url(),
         "relationships": [],
         "private_channels": [],
         "presences": [],
@@ -244,24 +260,30 @@ pub(crate) fn handle_identify(reader: &mut Reader, frame: &Frame) -> Result<(), 
         }
     }
     state.stats.totals.sessions_started += 1;
-    if let Some(stats) = state.stats.conn(reader.id) {
+    if let Some(stats) = state.stats.conn(conn) {
         stats.session_id = Some(session_id.clone());
     }
     log::info!(
         "sim: connection {} identified: session {session_id}, intents {:?}",
-        reader.id,
+        conn,
         identify.intents
     );
     state.emit(SimEvent::Identified {
-        conn: reader.id,
+        conn: conn,
         session_id,
         identify,
     });
-    Ok(())
+    Ok(Answer::Done)
 }
 
-pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
-    if reader.session.is_some() {
+/// Resume on connection `conn`, whose session slot is `slot`.
+pub(crate) fn handle_resume(
+    shared: &Shared,
+    conn: u64,
+    slot: &mut Option<String>,
+    frame: &Frame,
+) -> Result<Answer, Refusal> {
+    if slot.is_some() {
         return Err((
             CloseCode::ALREADY_AUTHENTICATED,
             "already authenticated".into(),
@@ -270,25 +292,22 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
     let resume: Resume = frame
         .data()
         .map_err(|err| (CloseCode::UNKNOWN_OPCODE, format!("invalid Resume: {err}")))?;
-    if !token_ok(reader, &resume.token) {
+    if !token_ok(&shared.config, &resume.token) {
         return Err((
             CloseCode::AUTHENTICATION_FAILED,
             "authentication failed".into(),
         ));
     }
     let now = Instant::now();
-    let mut state = reader.shared.lock();
-    state
-        .sessions
-        .expire(now, reader.shared.config.resume_window);
+    let mut state = shared.lock();
+    state.sessions.expire(now, shared.config.resume_window);
     let Some(session) = state.sessions.get_mut(&resume.session_id) else {
         log::info!(
             "sim: resume of unknown or expired session {}",
             resume.session_id
         );
         drop(state);
-        reader.invalid_session(false);
-        return Ok(());
+        return Ok(Answer::InvalidSession);
     };
     let frames = match session.replay_after(resume.seq) {
         Ok(frames) => frames,
@@ -296,7 +315,7 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
             let have = session.seq;
             drop(state);
             // Attach so the close ends the session (4007 needs a new one).
-            reader.session = Some(resume.session_id.clone());
+            *slot = Some(resume.session_id.clone());
             return Err((
                 CloseCode::INVALID_SEQ,
                 format!("invalid seq {}: the session is at {have}", resume.seq),
@@ -309,20 +328,19 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
             );
             state.sessions.remove(&resume.session_id);
             drop(state);
-            reader.invalid_session(false);
-            return Ok(());
+            return Ok(Answer::InvalidSession);
         }
     };
-    let previous = session.conn.replace(reader.id);
+    let previous = session.conn.replace(conn);
     session.disconnected_at = None;
     let payload_compress = session.payload_compress;
-    if let Some(old) = previous.filter(|old| *old != reader.id) {
+    if let Some(old) = previous.filter(|old| *old != conn) {
         if let Some(entry) = state.conns.get(&old) {
             let _ = entry.cmd.try_send(ConnCmd::Superseded);
         }
     }
     let replayed = frames.len();
-    if let Some(entry) = state.conns.get(&reader.id) {
+    if let Some(entry) = state.conns.get(&conn) {
         let _ = entry
             .out
             .try_send(Out::PayloadCompression(payload_compress));
@@ -330,14 +348,14 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
             entry.send_text(frame);
         }
     }
-    reader.session = Some(resume.session_id.clone());
+    *slot = Some(resume.session_id.clone());
     state.push_to_session(
         &resume.session_id,
         "RESUMED",
         &json!({"_trace": ["[\"smolcord-sim\",{\"micros\":0.0}]"]}),
     );
     state.stats.totals.resumes += 1;
-    if let Some(stats) = state.stats.conn(reader.id) {
+    if let Some(stats) = state.stats.conn(conn) {
         stats.resumes += 1;
         stats.dispatches_sent += replayed as u64;
         stats.session_id = Some(resume.session_id.clone());
@@ -347,15 +365,15 @@ pub(crate) fn handle_resume(reader: &mut Reader, frame: &Frame) -> Result<(), Re
     }
     log::info!(
         "sim: connection {} resumed session {} from seq {}: {replayed} replayed",
-        reader.id,
+        conn,
         resume.session_id,
         resume.seq
     );
     state.emit(SimEvent::Resumed {
-        conn: reader.id,
+        conn: conn,
         session_id: resume.session_id,
         seq: resume.seq,
         replayed,
     });
-    Ok(())
+    Ok(Answer::Done)
 }

@@ -17,10 +17,10 @@
 //! [`SimConfig::all_members_window`]: crate::SimConfig::all_members_window
 //! [`SimConfig::guild_members`]: crate::SimConfig::guild_members
 
-use super::connection::Reader;
-use crate::model::config::SimConfig;
+use crate::model::config::{SimConfig, MAX_GUILD_MEMBERS};
 use crate::model::objects;
 use crate::model::payload_checks::snowflake;
+use crate::state::shared::Shared;
 use serde_json::{json, Map, Value};
 use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Intents, Snowflake};
 use std::time::Instant;
@@ -35,9 +35,6 @@ const MAX_USER_IDS: usize = 100;
 const MAX_QUERY_RESULTS: usize = 100;
 /// A longer nonce is ignored (not echoed).
 const MAX_NONCE_BYTES: usize = 32;
-/// The largest [`SimConfig::guild_members`](crate::SimConfig::guild_members)
-/// (25 chunks per all-members request).
-pub const MAX_GUILD_MEMBERS: u32 = 25_000;
 /// The first synthetic member's id.
 const FIRST_MEMBER_ID: u64 = 1_200_000_000_000_000_001;
 
@@ -154,11 +151,6 @@ fn roster(config: &SimConfig) -> impl Iterator<Item = Member> + '_ {
     [bot, owner].into_iter().chain(synthetic)
 }
 
-/// The member count of every guild (GUILD_CREATE's `member_count`).
-pub(crate) fn member_count(config: &SimConfig) -> u64 {
-    2 + u64::from(config.guild_members.min(MAX_GUILD_MEMBERS))
-}
-
 fn member_object(member: &Member, config: &SimConfig) -> Value {
     let mut object = objects::member();
     object["user"] = if member.bot {
@@ -242,14 +234,13 @@ fn chunks(request: &MemberRequest, config: &SimConfig, with_presences: bool) -> 
     out
 }
 
-/// Handles op 8 from `reader`'s session.
-pub(crate) fn handle(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
+/// Handles op 8 from the connection serving `session`.
+pub(crate) fn handle(shared: &Shared, session: Option<&str>, frame: &Frame) -> Result<(), Refusal> {
     let d: Value = frame.data().map_err(|err| bad(err.to_string()))?;
     let request = parse(&d)?;
-    let Some(session_id) = reader.session.clone() else {
+    let Some(session_id) = session.map(str::to_owned) else {
         return Ok(()); // not identified: refused with 4003 before here
     };
-    let shared = reader.shared.clone();
     let config = &shared.config;
     let mut state = shared.lock();
     let Some(session) = state.sessions.get_mut(&session_id) else {

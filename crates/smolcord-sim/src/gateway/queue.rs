@@ -5,7 +5,7 @@
 //! A REST fault on the prefix `/queue` (e.g. `RestFault::server_error(503,
 //! 2).on("/queue")`) makes it fail like a service that is down.
 
-use crate::rest::routes::{fault_response, take_fault};
+use crate::rest::routes::{fault_response, take_aimed_fault};
 use crate::state::shared::Shared;
 use crate::wire::http::{Request, Response};
 use serde_json::json;
@@ -26,7 +26,7 @@ pub(crate) async fn handle(shared: &Shared, request: &Request) -> Response {
     };
     let slot = {
         let mut state = shared.lock();
-        if let Some(fault) = take_fault(&mut state, PATH) {
+        if let Some(fault) = take_aimed_fault(&mut state, PATH) {
             return fault_response(fault);
         }
         let config = &shared.config;

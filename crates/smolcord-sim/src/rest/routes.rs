@@ -11,17 +11,17 @@
 
 use super::ratelimit_headers::{route_bucket, too_many, with_counts, RouteBucket, Scope};
 use super::{message_body, replies};
+use crate::model::config::RestRateLimit;
 use crate::model::objects::{self, MessagePlace};
 use crate::state::faults::{RestFault, RestFaultKind, UploadShape};
 use crate::state::history::{self, StoredMessage};
 use crate::state::nonces::{Original, NONCE_MAX_CHARS};
-use crate::state::ratelimit::{Decision, RestRateLimit, Standing};
+use crate::state::ratelimit::{Decision, Standing};
+use crate::state::rest_log::RestRecord;
 use crate::state::shared::{Shared, State, StoredFile};
 use crate::wire::http::{Request, Response};
 use crate::wire::multipart::{self, Part};
-use serde::Serialize;
 use serde_json::{json, Value};
-use smolcord::protocol::Snowflake;
 use smolcord::rest::{Method, Route, Unmatched};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,40 +30,6 @@ use std::time::{Duration, Instant};
 const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
 /// Discord's limit on a whole request.
 const MAX_REQUEST_BYTES: usize = 25 * 1024 * 1024;
-
-/// One REST (or attachment) request as the simulator received it.
-#[derive(Clone, Debug, Serialize)]
-pub struct RestRecord {
-    /// Milliseconds since the simulator started.
-    pub at_ms: f64,
-    /// HTTP method.
-    pub method: String,
-    /// Path without the query.
-    pub path: String,
-    /// Query string.
-    pub query: String,
-    /// The JSON body (`payload_json` for multipart), or null.
-    pub body: Value,
-    /// Names of uploaded files (multipart).
-    pub files: Vec<String>,
-    /// The status answered.
-    pub status: u16,
-}
-
-/// A message the bot posted over REST, with later edits applied.
-#[derive(Clone, Debug, Serialize)]
-pub struct BotMessage {
-    /// Message id.
-    pub id: Snowflake,
-    /// Channel id.
-    pub channel_id: Snowflake,
-    /// Current content.
-    pub content: String,
-    /// How many times it was edited.
-    pub edits: u32,
-    /// The full message object as last returned.
-    pub object: Value,
-}
 
 /// A request body as understood.
 struct Body {
@@ -207,39 +173,41 @@ pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration>
         &request.path,
         true,
         UploadShape::default(),
+        true,
     )? {
         RestFaultKind::Delay(delay) => Some(delay),
         _ => None,
     }
 }
 
-/// The next REST fault (not a delay) for `path`, if any.
-pub(crate) fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
-    take_matching(state, "GET", path, false, UploadShape::default())
+/// The next REST fault (not a delay) aimed at `path` (the identify
+/// queue's: a fault without `path_prefix` is for the REST routes, not
+/// for it), if any.
+pub(crate) fn take_aimed_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
+    take_matching(state, "GET", path, false, UploadShape::default(), false)
 }
 
 /// Takes one of the first fault matching `path`: a `Delay` if `delay`,
-/// else any other kind. The identify queue takes only faults aimed at it.
+/// else any other kind; one without `path_prefix` only if `unaimed`.
 fn take_matching(
     state: &mut State,
     method: &str,
     path: &str,
     delay: bool,
     shape: UploadShape,
+    unaimed: bool,
 ) -> Option<RestFaultKind> {
     let index = state.rest_faults.iter().position(|f| {
         f.count > 0
             && matches!(f.kind, RestFaultKind::Delay(_)) == delay
             && f.kind.applies_to(shape)
-            && f.path_prefix
-                .as_deref()
-                .map_or(path != crate::gateway::queue::PATH, |p| {
-                    // "GET /api/…": that method only.
-                    match p.split_once(' ') {
-                        Some((m, p)) => m.eq_ignore_ascii_case(method) && path.starts_with(p),
-                        None => path.starts_with(p),
-                    }
-                })
+            && f.path_prefix.as_deref().map_or(unaimed, |p| {
+                // "GET /api/…": that method only.
+                match p.split_once(' ') {
+                    Some((m, p)) => m.eq_ignore_ascii_case(method) && path.starts_with(p),
+                    None => path.starts_with(p),
+                }
+            })
     })?;
     let fault: &mut RestFault = &mut state.rest_faults[index];
     fault.count -= 1;
@@ -327,7 +295,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
     let method = request.method.as_str();
     let bucket = route_bucket(method, &segments);
     let (limits, enforce) = counted_limits(shared);
-    if let Some(kind) = take_matching(state, &request.method, &request.path, false, shape) {
+    if let Some(kind) = take_matching(state, &request.method, &request.path, false, shape, true) {
         log::info!(
             "sim: REST fault {kind:?} on {} {}",
             request.method,

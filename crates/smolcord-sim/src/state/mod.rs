@@ -6,6 +6,7 @@ pub(crate) mod history;
 pub(crate) mod nonces;
 pub(crate) mod pacing;
 pub(crate) mod ratelimit;
+pub(crate) mod rest_log;
 pub(crate) mod session;
 pub(crate) mod shared;
 pub(crate) mod stats;

@@ -8,12 +8,12 @@ use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
 use super::history::{History, StoredMessage};
 use super::nonces::NonceBook;
+use super::rest_log::{RestLog, RestRecord};
 use super::session::SessionStore;
 use super::stats::StatsBook;
 use crate::model::clock::later;
 use crate::model::config::{SimConfig, SimGuild};
 use crate::model::objects::IdGen;
-use crate::rest::routes::RestRecord;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use smolcord::protocol::Intents;
@@ -21,9 +21,6 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// REST requests kept in the log.
-const REST_LOG_KEPT: usize = 10_000;
 
 /// What a connection's writer sends, in order.
 pub(crate) enum Out {
@@ -118,7 +115,7 @@ pub(crate) struct State {
     pub(crate) stats: StatsBook,
     pub(crate) events: EventBus,
     pub(crate) dir: Directory,
-    pub(crate) rest_log: VecDeque<RestRecord>,
+    pub(crate) rest_log: RestLog,
     pub(crate) rest_faults: VecDeque<RestFault>,
     pub(crate) nonces: NonceBook,
     pub(crate) ids: IdGen,
@@ -167,7 +164,7 @@ impl Shared {
             ),
             events: EventBus::default(),
             dir,
-            rest_log: VecDeque::new(),
+            rest_log: RestLog::default(),
             rest_faults: VecDeque::new(),
             nonces: NonceBook::new(config.nonce_window),
             ids: IdGen::ahead(config.clock_ahead),
@@ -478,10 +475,7 @@ impl State {
             path: record.path.clone(),
             status: record.status,
         });
-        if self.rest_log.len() == REST_LOG_KEPT {
-            self.rest_log.pop_front();
-        }
-        self.rest_log.push_back(record);
+        self.rest_log.push(record);
     }
 }
 
