@@ -4,9 +4,10 @@
 
 use crate::model::config::SimConfig;
 use crate::model::objects;
+use crate::state::conns::Out;
 use crate::state::events::SimEvent;
 use crate::state::session::{ReplayError, Session};
-use crate::state::shared::{ConnCmd, Out, Shared};
+use crate::state::shared::Shared;
 use serde_json::{json, Value};
 use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Identify, Intents, Resume};
 use std::time::Instant;
@@ -153,12 +154,9 @@ pub(crate) fn handle_identify(
     }
     let now = Instant::now();
     let mut state = shared.lock();
-    let pacing = state.pacing;
-    let bucket = shard_id % pacing.max_concurrency.max(1);
-    let since_last = state
-        .last_identify
-        .get(&bucket)
-        .map(|last| now.saturating_duration_since(*last));
+    let pacing = state.limits.pacing();
+    let bucket = state.limits.bucket_of(shard_id);
+    let since_last = state.limits.since_last_identify(bucket, now);
     // Slack for when frames are read, not when they were sent: clients
     // (and gateway-queue) space identifies by exactly the window, and a busy
     // host delays one arrival more than the next. Discord publishes no
@@ -178,7 +176,7 @@ pub(crate) fn handle_identify(
         }
     }
     let too_fast = pacing.enforce && too_early;
-    if state.start_remaining == 0 || too_fast {
+    if too_fast || !state.limits.start_session(bucket, now) {
         log::info!(
             "sim: identify of shard {shard_id} refused ({})",
             if too_fast {
@@ -190,8 +188,6 @@ pub(crate) fn handle_identify(
         drop(state);
         return Ok(Answer::InvalidSession);
     }
-    state.start_remaining -= 1;
-    state.last_identify.insert(bucket, now);
     state.sessions.expire(now, config.resume_window);
 
     let session_id = objects::session_id();
@@ -210,11 +206,9 @@ pub(crate) fn handle_identify(
     if identify.compress == Some(true) && zlib {
         log::info!("sim: Identify compress ignored: transport compression is on");
     }
-    if let Some(entry) = state.conns.get(&conn) {
-        let _ = entry
-            .out
-            .try_send(Out::PayloadCompression(session.payload_compress));
-    }
+    state
+        .conns
+        .queue(conn, Out::PayloadCompression(session.payload_compress));
     if session.payload_compress {
         if let Some(stats) = state.stats.conn(conn) {
             stats.compression = Some("payload".to_owned());
@@ -269,7 +263,7 @@ pub(crate) fn handle_identify(
         identify.intents
     );
     state.emit(SimEvent::Identified {
-        conn: conn,
+        conn,
         session_id,
         identify,
     });
@@ -335,12 +329,10 @@ pub(crate) fn handle_resume(
     session.disconnected_at = None;
     let payload_compress = session.payload_compress;
     if let Some(old) = previous.filter(|old| *old != conn) {
-        if let Some(entry) = state.conns.get(&old) {
-            let _ = entry.cmd.try_send(ConnCmd::Superseded);
-        }
+        state.conns.supersede(old);
     }
     let replayed = frames.len();
-    if let Some(entry) = state.conns.get(&conn) {
+    if let Some(entry) = state.conns.get(conn) {
         let _ = entry
             .out
             .try_send(Out::PayloadCompression(payload_compress));
@@ -370,7 +362,7 @@ pub(crate) fn handle_resume(
         resume.seq
     );
     state.emit(SimEvent::Resumed {
-        conn: conn,
+        conn,
         session_id: resume.session_id,
         seq: resume.seq,
         replayed,
