@@ -331,7 +331,7 @@ impl Simulator {
 
     /// How identifies are paced now.
     pub fn identify_pacing(&self) -> IdentifyPacing {
-        self.shared().lock().pacing
+        self.shared().lock().limits.pacing()
     }
 
     /// Changes identify pacing from now on (what `POST /control/identify`

@@ -103,9 +103,9 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let seqs = shared.dispatch(&event, &d);
             Response::json(200, &json!({"seqs": seqs}))
         }
-        ("GET", "/identify") => Response::json(200, &json!(shared.lock().pacing)),
+        ("GET", "/identify") => Response::json(200, &json!(shared.lock().limits.pacing())),
         ("POST", "/identify") => {
-            let current = shared.lock().pacing;
+            let current = shared.lock().limits.pacing();
             let pacing = current.updated(&body(request)?).map_err(bad)?;
             shared.set_pacing(pacing).map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!(pacing))

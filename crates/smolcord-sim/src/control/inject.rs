@@ -5,7 +5,8 @@
 use crate::model::config::SimGuild;
 use crate::model::objects::{self, MessagePlace};
 use crate::model::sim_error::SimError;
-use crate::state::shared::{ChannelInfo, Shared, StoredFile};
+use crate::state::directory::{ChannelInfo, StoredFile};
+use crate::state::shared::Shared;
 use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::{Snowflake, MESSAGE_FLAG_IS_VOICE_MESSAGE};

@@ -9,9 +9,10 @@ use super::identify::{handle_identify, handle_resume, lenient_since, Answer};
 use super::members;
 use crate::model::clock::{later, scaled};
 use crate::model::payload_checks::{self, Refusal};
+use crate::state::conns::{ConnCmd, Out};
 use crate::state::events::SimEvent;
 use crate::state::faults::Fault;
-use crate::state::shared::{ConnCmd, ConnEntry, Out, Shared, State};
+use crate::state::shared::{Shared, State};
 use crate::state::stats::ConnEnd;
 use crate::wire::http::{HttpConn, Request, Response};
 use crate::wire::tls::SimStream;
@@ -136,16 +137,7 @@ async fn run(
     let now = Instant::now();
     let id = {
         let mut state = shared.lock();
-        let id = state.next_conn;
-        state.next_conn += 1;
-        state.conns.insert(
-            id,
-            ConnEntry {
-                out: out_tx,
-                cmd: cmd_tx,
-                delay: Duration::ZERO,
-            },
-        );
+        let id = state.conns.open(out_tx, cmd_tx);
         state.stats.open(id, &request.path, &request.query, now);
         if request.query_param("v").is_none() {
             state.stats.totals.connections_without_version += 1;
@@ -424,16 +416,12 @@ pub(crate) struct Reader {
 
 impl Reader {
     fn queue_out(&self, out: Out) {
-        if let Some(entry) = self.shared.lock().conns.get(&self.id) {
-            let _ = entry.out.try_send(out);
-        }
+        self.shared.lock().conns.queue(self.id, out);
     }
 
     /// Queues a frame (the connection's delay applies).
     pub(crate) fn send(&self, text: String) {
-        if let Some(entry) = self.shared.lock().conns.get(&self.id) {
-            entry.send_text(text);
-        }
+        self.shared.lock().conns.send_text(self.id, text);
     }
 
     fn hello(&mut self, interval: Duration) {
@@ -496,7 +484,7 @@ impl Reader {
         self.closing_until = Some(now + CLOSE_WAIT);
         self.end = Some(ConnEnd::ServerClose);
         let mut state = self.shared.lock();
-        if let Some(entry) = state.conns.get(&self.id) {
+        if let Some(entry) = state.conns.get(self.id) {
             entry.send_close(code.0, &close_reason(reason));
         }
         let ends_session = code.action() != smolcord::protocol::CloseAction::Resume;
@@ -882,7 +870,7 @@ impl Reader {
             }
         }
         if ack {
-            if let Some(entry) = state.conns.get(&self.id) {
+            if let Some(entry) = state.conns.get(self.id) {
                 entry.send_text(Frame::new(OpCode::HeartbeatAck, None, None, None).to_json());
             }
         }
@@ -903,7 +891,7 @@ impl Reader {
             self.trace.closed(Direction::In, None);
         }
         let mut state = self.shared.lock();
-        state.conns.remove(&self.id);
+        state.conns.close(self.id);
         Self::release_session(&mut self.session, self.id, &mut state, false, now);
         state.stats.end(self.id, end, now);
         if end == ConnEnd::ClientDrop {

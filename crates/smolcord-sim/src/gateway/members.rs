@@ -267,11 +267,7 @@ pub(crate) fn handle(shared: &Shared, session: Option<&str>, frame: &Frame) -> R
     let now = Instant::now();
     if request.all_members() {
         let window = config.all_members_window;
-        let last = state.all_member_requests.get(&request.guild_id).copied();
-        if let Some(wait) = last
-            .map(|at| window.saturating_sub(now.saturating_duration_since(at)))
-            .filter(|wait| !wait.is_zero())
-        {
+        if let Err(wait) = state.limits.ask_all_members(request.guild_id, now, window) {
             let mut meta = json!({"guild_id": request.guild_id.to_string()});
             if let Some(nonce) = &request.nonce {
                 meta["nonce"] = json!(nonce);
@@ -284,7 +280,6 @@ pub(crate) fn handle(shared: &Shared, session: Option<&str>, frame: &Frame) -> R
             state.push_to_session(&session_id, "RATE_LIMITED", &d);
             return Ok(());
         }
-        state.all_member_requests.insert(request.guild_id, now);
     }
     let with_presences = request.presences && intents.contains(Intents::GUILD_PRESENCES);
     for chunk in chunks(&request, config, with_presences) {

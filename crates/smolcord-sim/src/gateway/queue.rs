@@ -29,13 +29,9 @@ pub(crate) async fn handle(shared: &Shared, request: &Request) -> Response {
         if let Some(fault) = take_aimed_fault(&mut state, PATH) {
             return fault_response(fault);
         }
-        let config = &shared.config;
-        let bucket = shard % state.pacing.max_concurrency.max(1);
-        let now = Instant::now();
-        let next = state.queue_next.entry(bucket).or_insert(now);
-        let slot = (*next).max(now);
-        *next = slot + config.identify_window;
-        slot
+        state
+            .limits
+            .queue_turn(shard, Instant::now(), shared.config.identify_window)
     };
     if slot > Instant::now() {
         async_io::Timer::at(slot).await;

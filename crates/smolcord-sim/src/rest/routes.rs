@@ -13,12 +13,14 @@ use super::ratelimit_headers::{route_bucket, too_many, with_counts, RouteBucket,
 use super::{message_body, replies};
 use crate::model::config::RestRateLimit;
 use crate::model::objects::{self, MessagePlace};
-use crate::state::faults::{RestFault, RestFaultKind, UploadShape};
+use crate::state::directory::StoredFile;
+use crate::state::faults::{RestFaultKind, UploadShape};
 use crate::state::history::{self, StoredMessage};
 use crate::state::nonces::{Original, NONCE_MAX_CHARS};
 use crate::state::ratelimit::{Decision, Standing};
+use crate::state::rest_faults::FaultTarget;
 use crate::state::rest_log::RestRecord;
-use crate::state::shared::{Shared, State, StoredFile};
+use crate::state::shared::{Shared, State};
 use crate::wire::http::{Request, Response};
 use crate::wire::multipart::{self, Part};
 use serde_json::{json, Value};
@@ -197,25 +199,13 @@ fn take_matching(
     shape: UploadShape,
     unaimed: bool,
 ) -> Option<RestFaultKind> {
-    let index = state.rest_faults.iter().position(|f| {
-        f.count > 0
-            && matches!(f.kind, RestFaultKind::Delay(_)) == delay
-            && f.kind.applies_to(shape)
-            && f.path_prefix.as_deref().map_or(unaimed, |p| {
-                // "GET /api/…": that method only.
-                match p.split_once(' ') {
-                    Some((m, p)) => m.eq_ignore_ascii_case(method) && path.starts_with(p),
-                    None => path.starts_with(p),
-                }
-            })
-    })?;
-    let fault: &mut RestFault = &mut state.rest_faults[index];
-    fault.count -= 1;
-    let kind = fault.kind.clone();
-    if fault.count == 0 {
-        state.rest_faults.remove(index);
-    }
-    Some(kind)
+    let target = FaultTarget {
+        method,
+        path,
+        shape,
+        unaimed,
+    };
+    state.rest_faults.take(target, delay)
 }
 
 /// The answer a REST fault makes outside `/api/` (the identify queue):
@@ -363,12 +353,12 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 200,
                 &json!({
                     "url": shared.gateway_url(),
-                    "shards": config.required_shards.unwrap_or(state.pacing.shards),
+                    "shards": config.required_shards.unwrap_or(state.limits.pacing().shards),
                     "session_start_limit": {
                         "total": limit.total,
-                        "remaining": state.start_remaining,
+                        "remaining": state.limits.start_remaining(),
                         "reset_after": limit.reset_after.as_millis() as u64,
-                        "max_concurrency": state.pacing.max_concurrency,
+                        "max_concurrency": state.limits.pacing().max_concurrency,
                     },
                 }),
             )

@@ -8,7 +8,8 @@
 //! are messages of the thread's channel, like any other.
 
 use crate::model::objects;
-use crate::state::shared::{ChannelInfo, Shared, State};
+use crate::state::directory::ChannelInfo;
+use crate::state::shared::{Shared, State};
 use crate::wire::http::Response;
 use serde_json::{json, Value};
 
