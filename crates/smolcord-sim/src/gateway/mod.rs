@@ -2,5 +2,7 @@
 
 pub(crate) mod connection;
 pub(crate) mod identify;
+pub(crate) mod identify_check;
 pub(crate) mod members;
 pub(crate) mod queue;
+pub(crate) mod resume;
