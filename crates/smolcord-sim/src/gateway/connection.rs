@@ -5,10 +5,9 @@
 //! from an ordered queue, delayed and compressed as asked) in one task.
 //! Identify and Resume live in [`super::identify`].
 
-use super::identify::{handle_identify, Answer};
-use super::identify_check::lenient_since;
+use super::identify::{handle_resume, lenient_since, Answer};
 use super::members;
-use super::resume::handle_resume;
+use super::session_start::handle_identify;
 use crate::model::clock::{later, scaled};
 use crate::model::payload_checks::{self, Refusal};
 use crate::state::conns::{ConnCmd, Out};

@@ -1,19 +1,151 @@
-//! Identify (op 2) once its checks passed (`identify_check.rs`): the
-//! pacing of its `max_concurrency` bucket and the session start budget,
-//! the session start, and READY (with a GUILD_CREATE per guild of the
-//! shard when the session has GUILDS).
+//! Identify (op 2) and Resume (op 6): the checks Discord makes, in order,
+//! with its named close codes ([`check_identify`] is pure, so the order
+//! is a unit-tested table); replay and RESUMED for a resumed session.
+//! What an accepted Identify starts (pacing, the session, READY) is in
+//! `session_start.rs`.
 
-use super::identify_check::{check_identify, Accepted};
-use crate::model::config::{SimConfig, SimGuild};
-use crate::model::objects;
-use crate::model::payload_checks::Refusal;
+use crate::model::config::SimConfig;
+use crate::model::payload_checks::{self, Refusal};
 use crate::state::conns::Out;
 use crate::state::events::SimEvent;
-use crate::state::session::Session;
-use crate::state::shared::{Shared, State};
+use crate::state::session::ReplayError;
+use crate::state::shared::Shared;
 use serde_json::{json, Value};
-use smolcord::protocol::{shard_for_guild, Frame, Intents};
+use smolcord::protocol::{CloseCode, Frame, Identify, Intents, Resume};
 use std::time::Instant;
+
+/// An Identify that passed every check.
+#[derive(Debug)]
+pub(crate) struct Accepted {
+    pub identify: Identify,
+    /// `[shard_id, shard_count]` (`[0, 1]` when the client sent none).
+    pub shard: [u32; 2],
+}
+
+/// Checks an Identify (`frame`) on a connection that is `authenticated`
+/// already or not, against `config`.
+pub(crate) fn check_identify(
+    frame: &Frame,
+    config: &SimConfig,
+    authenticated: bool,
+) -> Result<Accepted, Refusal> {
+    if authenticated {
+        return Err((
+            CloseCode::ALREADY_AUTHENTICATED,
+            "already authenticated".into(),
+        ));
+    }
+    let identify = decode_identify(frame)?;
+    if !token_ok(config, &identify.token) {
+        return Err((
+            CloseCode::AUTHENTICATION_FAILED,
+            "authentication failed".into(),
+        ));
+    }
+    let [shard_id, shard_count] = identify.shard.unwrap_or([0, 1]);
+    if shard_count == 0 || shard_id >= shard_count || config.refused_shards.contains(&shard_id) {
+        return Err((
+            CloseCode::INVALID_SHARD,
+            format!("invalid shard [{shard_id}, {shard_count}]"),
+        ));
+    }
+    if let Some(required) = config.required_shards {
+        if shard_count != required {
+            return Err((
+                CloseCode::SHARDING_REQUIRED,
+                format!("sharding required: {required} shards"),
+            ));
+        }
+    }
+    if identify.intents.unknown_bits() != 0 {
+        return Err((
+            CloseCode::INVALID_INTENTS,
+            format!(
+                "invalid intents: unknown bits {:#x}",
+                identify.intents.unknown_bits()
+            ),
+        ));
+    }
+    let refused = Intents::from_bits(
+        identify.intents.privileged_part().bits() & !config.enabled_privileged_intents.bits(),
+    );
+    if refused != Intents::empty() {
+        return Err((
+            CloseCode::DISALLOWED_INTENTS,
+            format!("disallowed intents: {refused:?}"),
+        ));
+    }
+    Ok(Accepted {
+        identify,
+        shard: [shard_id, shard_count],
+    })
+}
+
+/// Discord documents the Identify/Resume token as the raw token; the "Bot "
+/// prefix belongs to the HTTP header. In practice the gateway accepts a
+/// prefixed token too (twilight has always sent one), so the simulator
+/// accepts both.
+fn token_ok(config: &SimConfig, sent: &str) -> bool {
+    let sent = sent.strip_prefix("Bot ").unwrap_or(sent);
+    sent == config.token.expose()
+}
+
+/// Discord documents a presence's `since` as Unix ms or null, but its
+/// gateway accepts other values: serenity 0.12 sends a serialized
+/// `SystemTime` (`{"secs_since_epoch":…,"nanos_since_epoch":…}`) in every
+/// Identify and op 3, and works against Discord. So a `since` that is not
+/// an unsigned integer is read as null rather than refused.
+pub(crate) fn lenient_since(presence: &mut Value) {
+    if let Some(since) = presence.get_mut("since") {
+        if !since.is_null() && !since.is_u64() {
+            log::debug!("sim: presence `since` {since} is not Unix ms; read as null");
+            *since = Value::Null;
+        }
+    }
+}
+
+/// Discord documents Identify's `compress` as a boolean, but Oceanic.js
+/// (1.15, shipped for a year against Discord, which must take it) sends
+/// the transport's name, `"zlib-stream"`. A string is read as `false`: no
+/// per-payload compression (the client asks for its compression in the
+/// URL), with a warning, rather than refused with 4001.
+fn lenient_compress(d: &mut Value) {
+    if let Some(compress) = d.get_mut("compress") {
+        if compress.is_string() {
+            log::warn!(
+                "sim: Identify `compress` is the string {compress}, not a boolean; read as false"
+            );
+            *compress = Value::Bool(false);
+        }
+    }
+}
+
+/// Decodes Identify, accepting the deprecated `$os`/`$browser`/`$device`
+/// property names Discord still takes, a `since` and a `compress`
+/// Discord tolerates.
+fn decode_identify(frame: &Frame) -> Result<Identify, Refusal> {
+    let bad = |err: String| {
+        (
+            CloseCode::UNKNOWN_OPCODE,
+            format!("invalid Identify: {err}"),
+        )
+    };
+    let mut d: Value = frame.data().map_err(|e| bad(e.to_string()))?;
+    payload_checks::identify_extras(&d).map_err(bad)?;
+    lenient_compress(&mut d);
+    if let Some(presence) = d.get_mut("presence") {
+        lenient_since(presence);
+    }
+    if let Some(props) = d.get_mut("properties").and_then(Value::as_object_mut) {
+        for key in ["os", "browser", "device"] {
+            if !props.contains_key(key) {
+                let old = props.get(&format!("${key}")).cloned();
+                props.insert(key.to_owned(), old.unwrap_or_else(|| json!("")));
+            }
+        }
+    }
+    serde_json::from_value(d).map_err(|e| bad(e.to_string()))
+}
 
 /// What the connection does after an Identify or Resume it did not
 /// refuse with a close.
@@ -26,183 +158,199 @@ pub(crate) enum Answer {
     InvalidSession,
 }
 
-/// Identify on connection `conn`, whose session slot is `slot`.
-pub(crate) fn handle_identify(
+/// Resume on connection `conn`, whose session slot is `slot`.
+pub(crate) fn handle_resume(
     shared: &Shared,
     conn: u64,
     slot: &mut Option<String>,
     frame: &Frame,
 ) -> Result<Answer, Refusal> {
-    {
-        let mut state = shared.lock();
-        state.stats.totals.identifies += 1;
-        if let Some(stats) = state.stats.conn(conn) {
-            stats.identifies += 1;
-        }
+    if slot.is_some() {
+        return Err((
+            CloseCode::ALREADY_AUTHENTICATED,
+            "already authenticated".into(),
+        ));
     }
-    let config = &shared.config;
-    let accepted = check_identify(frame, config, slot.is_some())?;
+    let resume: Resume = frame
+        .data()
+        .map_err(|err| (CloseCode::UNKNOWN_OPCODE, format!("invalid Resume: {err}")))?;
+    if !token_ok(&shared.config, &resume.token) {
+        return Err((
+            CloseCode::AUTHENTICATION_FAILED,
+            "authentication failed".into(),
+        ));
+    }
     let now = Instant::now();
     let mut state = shared.lock();
-    if let Err(reason) = pace(&mut state, config, accepted.shard[0], now) {
+    state.sessions.expire(now, shared.config.resume_window);
+    let Some(session) = state.sessions.get_mut(&resume.session_id) else {
         log::info!(
-            "sim: identify of shard {} refused ({reason})",
-            accepted.shard[0]
+            "sim: resume of unknown or expired session {}",
+            resume.session_id
         );
+        drop(state);
         return Ok(Answer::InvalidSession);
+    };
+    let frames = match session.replay_after(resume.seq) {
+        Ok(frames) => frames,
+        Err(ReplayError::Ahead) => {
+            let have = session.seq;
+            drop(state);
+            // Attach so the close ends the session (4007 needs a new one).
+            *slot = Some(resume.session_id.clone());
+            return Err((
+                CloseCode::INVALID_SEQ,
+                format!("invalid seq {}: the session is at {have}", resume.seq),
+            ));
+        }
+        Err(ReplayError::TooOld) => {
+            log::info!(
+                "sim: resume from seq {} is past the replay buffer",
+                resume.seq
+            );
+            state.sessions.remove(&resume.session_id);
+            drop(state);
+            return Ok(Answer::InvalidSession);
+        }
+    };
+    let previous = session.conn.replace(conn);
+    session.disconnected_at = None;
+    let payload_compress = session.payload_compress;
+    if let Some(old) = previous.filter(|old| *old != conn) {
+        state.conns.supersede(old);
     }
-    let session_id = start_session(&mut state, config, conn, &accepted, now);
-    *slot = Some(session_id.clone());
-
-    let [shard_id, shard_count] = accepted.shard;
-    let own_guilds: Vec<SimGuild> = state
-        .dir
-        .guilds
-        .iter()
-        .filter(|g| shard_for_guild(g.id, shard_count) == shard_id)
-        .cloned()
-        .collect();
-    let ready = ready_body(
-        config,
-        &session_id,
-        &shared.resume_gateway_url(),
-        &own_guilds,
-        accepted.identify.shard,
-    );
-    state.push_to_session(&session_id, "READY", &ready);
-    if accepted.identify.intents.contains(Intents::GUILDS) {
-        for guild in &own_guilds {
-            let d = objects::guild_create(guild, config);
-            state.push_to_session(&session_id, "GUILD_CREATE", &d);
+    let replayed = frames.len();
+    if let Some(entry) = state.conns.get(conn) {
+        let _ = entry
+            .out
+            .try_send(Out::PayloadCompression(payload_compress));
+        for frame in frames {
+            entry.send_text(frame);
         }
     }
-    state.stats.totals.sessions_started += 1;
+    *slot = Some(resume.session_id.clone());
+    state.push_to_session(
+        &resume.session_id,
+        "RESUMED",
+        &json!({"_trace": ["[\"smolcord-sim\",{\"micros\":0.0}]"]}),
+    );
+    state.stats.totals.resumes += 1;
     if let Some(stats) = state.stats.conn(conn) {
-        stats.session_id = Some(session_id.clone());
+        stats.resumes += 1;
+        stats.dispatches_sent += replayed as u64;
+        stats.session_id = Some(resume.session_id.clone());
+        if payload_compress {
+            stats.compression = Some("payload".to_owned());
+        }
     }
     log::info!(
-        "sim: connection {} identified: session {session_id}, intents {:?}",
+        "sim: connection {} resumed session {} from seq {}: {replayed} replayed",
         conn,
-        accepted.identify.intents
+        resume.session_id,
+        resume.seq
     );
-    state.emit(SimEvent::Identified {
+    state.emit(SimEvent::Resumed {
         conn,
-        session_id,
-        identify: accepted.identify,
+        session_id: resume.session_id,
+        seq: resume.seq,
+        replayed,
     });
     Ok(Answer::Done)
 }
 
-/// Identify pacing: counts the arrival in its `max_concurrency` bucket
-/// and spends a session start, or says why not (the caller answers op 9
-/// `false`): too early for its bucket while pacing is enforced, or the
-/// session start budget is spent.
-fn pace(
-    state: &mut State,
-    config: &SimConfig,
-    shard_id: u32,
-    now: Instant,
-) -> Result<(), &'static str> {
-    let pacing = state.limits.pacing();
-    let bucket = state.limits.bucket_of(shard_id);
-    let since_last = state.limits.since_last_identify(bucket, now);
-    // Slack for when frames are read, not when they were sent: clients
-    // (and gateway-queue) space identifies by exactly the window, and a busy
-    // host delays one arrival more than the next. Discord publishes no
-    // tolerance; a tenth of the window still catches a client that ignores
-    // its queue (its identifies come milliseconds apart).
-    let slack = config.identify_window / 10;
-    let too_early = since_last.is_some_and(|gap| gap + slack < config.identify_window);
-    {
-        let totals = &mut state.stats.totals;
-        *totals.identifies_by_bucket.entry(bucket).or_default() += 1;
-        if too_early {
-            totals.identifies_too_early += 1;
-        }
-        if let Some(gap) = since_last {
-            let ms = gap.as_secs_f64() * 1000.0;
-            totals.min_identify_gap_ms = Some(totals.min_identify_gap_ms.map_or(ms, |m| m.min(ms)));
-        }
-    }
-    if pacing.enforce && too_early {
-        return Err("too early for its max_concurrency bucket");
-    }
-    if !state.limits.start_session(bucket, now) {
-        return Err("session start limit spent");
-    }
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::bot_token::DEFAULT_SIM_TOKEN;
 
-/// Starts the session an accepted Identify asked for on connection
-/// `conn` (per-payload compression only without transport compression)
-/// and returns its id.
-fn start_session(
-    state: &mut State,
-    config: &SimConfig,
-    conn: u64,
-    accepted: &Accepted,
-    now: Instant,
-) -> String {
-    state.sessions.expire(now, config.resume_window);
-    let identify = &accepted.identify;
-    let session_id = objects::session_id();
-    let mut session = Session::new(
-        session_id.clone(),
-        conn,
-        identify.intents,
-        accepted.shard,
-        config.replay_capacity,
-    );
-    let zlib = state
-        .stats
-        .conn(conn)
-        .is_some_and(|s| s.compression.is_some());
-    session.payload_compress = identify.compress == Some(true) && !zlib;
-    if identify.compress == Some(true) && zlib {
-        log::info!("sim: Identify compress ignored: transport compression is on");
+    /// An Identify frame whose `d` is `d` with the defaults filled in.
+    fn frame(d: Value) -> Frame {
+        let mut full = json!({
+            "token": DEFAULT_SIM_TOKEN,
+            "intents": 513,
+            "properties": {"os": "linux", "browser": "t", "device": "t"},
+        });
+        if let (Some(full), Some(d)) = (full.as_object_mut(), d.as_object()) {
+            for (key, value) in d {
+                full.insert(key.clone(), value.clone());
+            }
+        }
+        Frame::decode(json!({"op": 2, "d": full}).to_string().as_bytes()).expect("a frame")
     }
-    state
-        .conns
-        .queue(conn, Out::PayloadCompression(session.payload_compress));
-    if session.payload_compress {
-        if let Some(stats) = state.stats.conn(conn) {
-            stats.compression = Some("payload".to_owned());
+
+    /// The close code `d` is refused with on a fresh connection, or 0.
+    fn code(d: Value, config: &SimConfig) -> u16 {
+        match check_identify(&frame(d), config, false) {
+            Ok(_) => 0,
+            Err((code, _)) => code.0,
         }
     }
-    state.sessions.insert(session);
-    session_id
-}
 
-/// READY's `d` for a new session: the shard's guilds unavailable (their
-/// GUILD_CREATEs follow), `shard` only when the client sent one.
-fn ready_body(
-    config: &SimConfig,
-    session_id: &str,
-    resume_gateway_url: &str,
-    own_guilds: &[SimGuild],
-    shard: Option<[u32; 2]>,
-) -> Value {
-    let mut ready = json!({
-        "v": 10,
-        "user_settings": {},
-        "user": objects::bot_user(config),
-        "session_type": "normal",
-        "session_id": session_id,
-        "resume_gateway_url": resume_gateway_url,
-        "relationships": [],
-        "private_channels": [],
-        "presences": [],
-        "guilds": own_guilds
-            .iter()
-            .map(|g| json!({"id": g.id.to_string(), "unavailable": true}))
-            .collect::<Vec<_>>(),
-        "guild_join_requests": [],
-        "geo_ordered_rtc_regions": ["local"],
-        "application": {"id": config.bot_id.to_string(), "flags": 0},
-        "_trace": ["[\"smolcord-sim\",{\"micros\":0.0}]"],
-    });
-    if let Some(shard) = shard {
-        ready["shard"] = json!(shard);
+    #[test]
+    fn each_check_has_its_close_code() {
+        let config = SimConfig::default();
+        let table: &[(Value, u16)] = &[
+            (json!({}), 0),
+            (json!({"token": format!("Bot {DEFAULT_SIM_TOKEN}")}), 0),
+            (json!({"large_threshold": 10}), 4001),
+            (json!({"intents": "many"}), 4001),
+            (json!({"token": "nope"}), 4004),
+            (json!({"shard": [1, 1]}), 4010),
+            (json!({"shard": [0, 0]}), 4010),
+            (json!({"shard": [1, 2]}), 0),
+            (json!({"intents": 1u64 << 40}), 4013),
+            (json!({"intents": 1 << 15}), 4014),
+            // Tolerated as Discord tolerates them.
+            (json!({"properties": {"$os": "linux"}}), 0),
+            (json!({"compress": "zlib-stream"}), 0),
+        ];
+        for (d, want) in table {
+            assert_eq!(code(d.clone(), &config), *want, "{d}");
+        }
     }
-    ready
+
+    #[test]
+    fn the_checks_run_in_discords_order() {
+        let config = SimConfig::default();
+        // A second Identify is refused before its payload is read.
+        let second = check_identify(&frame(json!({"token": "nope"})), &config, true);
+        assert_eq!(
+            second.map(|_| ()).map_err(|(c, _)| c),
+            Err(CloseCode::ALREADY_AUTHENTICATED)
+        );
+        // The token before the shard and the intents.
+        let d = json!({"token": "nope", "shard": [5, 1], "intents": 1u64 << 40});
+        assert_eq!(code(d, &config), 4004);
+        // The shard before the intents.
+        assert_eq!(
+            code(json!({"shard": [5, 1], "intents": 1 << 15}), &config),
+            4010
+        );
+    }
+
+    #[test]
+    fn the_configuration_decides_shards_and_privileged_intents() {
+        let config = SimConfig {
+            required_shards: Some(2),
+            refused_shards: vec![1],
+            enabled_privileged_intents: Intents::MESSAGE_CONTENT,
+            ..SimConfig::default()
+        };
+        assert_eq!(code(json!({}), &config), 4011);
+        assert_eq!(code(json!({"shard": [1, 2]}), &config), 4010);
+        assert_eq!(
+            code(json!({"shard": [0, 2], "intents": 1 << 15}), &config),
+            0
+        );
+        let accepted =
+            check_identify(&frame(json!({"shard": [0, 2]})), &config, false).expect("accepted");
+        assert_eq!(accepted.shard, [0, 2]);
+        assert_eq!(
+            check_identify(&frame(json!({})), &SimConfig::default(), false)
+                .expect("accepted")
+                .shard,
+            [0, 1],
+            "no shard is shard 0 of 1"
+        );
+    }
 }

@@ -2,7 +2,6 @@
 
 pub(crate) mod connection;
 pub(crate) mod identify;
-pub(crate) mod identify_check;
 pub(crate) mod members;
 pub(crate) mod queue;
-pub(crate) mod resume;
+pub(crate) mod session_start;
