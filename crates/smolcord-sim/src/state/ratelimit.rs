@@ -2,13 +2,14 @@
 //! major parameter (channel, guild or webhook), `per_route` requests per
 //! `window` (fixed windows: a Discord bucket refills all at once at its
 //! reset), and `global_per_second` requests per second over all routes.
-//! Every answer carries the counts in its `X-RateLimit-*` headers (see
-//! [`super::ratelimit_headers`]). With
-//! [`SimConfig::rest_rate_limit`](super::SimConfig::rest_rate_limit) set the
+//! Every answer carries the counts in its `X-RateLimit-*` headers (the
+//! REST side's `ratelimit_headers.rs` writes them). With
+//! [`SimConfig::rest_rate_limit`](crate::SimConfig::rest_rate_limit) set the
 //! limits are enforced (429 beyond them, as Discord answers); without it the
 //! counts are real but run against [`RestRateLimit::REPORTED`] and nothing
 //! is refused.
 
+use crate::model::config::RestRateLimit;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -18,37 +19,6 @@ const PRUNE_ABOVE: usize = 1024;
 /// within one window cannot grow the book past this; beyond it the counts
 /// start over (a simulator may forget, never grow).
 const MAX_BUCKETS: usize = 8 * PRUNE_ABOVE;
-
-/// The limits the simulator enforces.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RestRateLimit {
-    /// Requests per `window` for one route in one channel.
-    pub per_route: u32,
-    /// The window of `per_route`.
-    pub window: Duration,
-    /// Requests per second over all routes (the bot's global limit).
-    pub global_per_second: u32,
-}
-
-impl RestRateLimit {
-    /// What Discord applies to a bot posting messages: 5 per 5 s in a
-    /// channel, 50 requests a second overall.
-    pub const DISCORD: RestRateLimit = RestRateLimit {
-        per_route: 5,
-        window: Duration::from_secs(5),
-        global_per_second: 50,
-    };
-
-    /// What the headers count against when no limits are enforced: 50
-    /// requests a second per route (Discord's global figure), so a client
-    /// that obeys the headers is never held back longer than a second, and
-    /// a test that posts quickly stays quick.
-    pub const REPORTED: RestRateLimit = RestRateLimit {
-        per_route: 50,
-        window: Duration::from_secs(1),
-        global_per_second: 50,
-    };
-}
 
 #[derive(Debug)]
 struct Window {

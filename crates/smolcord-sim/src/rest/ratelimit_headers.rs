@@ -18,9 +18,9 @@
 //! path with ids elided), the same for every major parameter, as Discord's
 //! `X-RateLimit-Bucket` is "non-inclusive of top-level resources".
 
-use super::http::Response;
-use super::objects;
-use super::ratelimit::Standing;
+use crate::model::objects;
+use crate::state::ratelimit::Standing;
+use crate::wire::http::Response;
 use serde_json::json;
 
 /// The header every REST answer carries (see the module doc).

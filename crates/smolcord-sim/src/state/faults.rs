@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::time::Duration;
 
-/// A gateway fault. [`Simulator::fault`](super::Simulator::fault) applies it
+/// A gateway fault. [`Simulator::fault`](crate::Simulator::fault) applies it
 /// to every live connection at that moment (connections opened later are
 /// not affected) and returns how many it reached.
 #[derive(Clone, Debug, PartialEq)]

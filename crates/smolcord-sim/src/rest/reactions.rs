@@ -9,8 +9,8 @@
 //! emoji, so `name:id` is 400 10014 Unknown Emoji; any other emoji is
 //! taken as Unicode.
 
-use super::http::Response;
-use super::state::{Shared, State};
+use crate::state::shared::{Shared, State};
+use crate::wire::http::Response;
 use serde_json::{json, Value};
 use smolcord::rest::Emoji;
 

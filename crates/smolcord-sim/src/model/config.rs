@@ -1,8 +1,7 @@
 //! What a simulator instance accepts and announces.
 
 use super::bot_token::{bot_id_of_token, DEFAULT_SIM_TOKEN};
-use super::ratelimit::RestRateLimit;
-use super::tls::SimTls;
+use crate::wire::tls::SimTls;
 use smolcord::protocol::{Intents, Snowflake};
 use smolcord::token::Token;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -100,7 +99,7 @@ pub struct SimConfig {
     pub rest_rate_limit: Option<RestRateLimit>,
     /// Members of every guild beyond the bot and its owner, for Request
     /// Guild Members (op 8): `member-00001`, ... (0; at most
-    /// [`MAX_GUILD_MEMBERS`](super::MAX_GUILD_MEMBERS)).
+    /// [`MAX_GUILD_MEMBERS`]).
     pub guild_members: u32,
     /// A repeat of an all-members op 8 for one guild within this gets a
     /// RATE_LIMITED dispatch instead of chunks (Discord: 30 s).
@@ -110,6 +109,41 @@ pub struct SimConfig {
     /// follows.
     pub tls: Option<SimTls>,
 }
+
+/// The limits the simulator enforces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RestRateLimit {
+    /// Requests per `window` for one route in one channel.
+    pub per_route: u32,
+    /// The window of `per_route`.
+    pub window: Duration,
+    /// Requests per second over all routes (the bot's global limit).
+    pub global_per_second: u32,
+}
+
+impl RestRateLimit {
+    /// What Discord applies to a bot posting messages: 5 per 5 s in a
+    /// channel, 50 requests a second overall.
+    pub const DISCORD: RestRateLimit = RestRateLimit {
+        per_route: 5,
+        window: Duration::from_secs(5),
+        global_per_second: 50,
+    };
+
+    /// What the headers count against when no limits are enforced: 50
+    /// requests a second per route (Discord's global figure), so a client
+    /// that obeys the headers is never held back longer than a second, and
+    /// a test that posts quickly stays quick.
+    pub const REPORTED: RestRateLimit = RestRateLimit {
+        per_route: 50,
+        window: Duration::from_secs(1),
+        global_per_second: 50,
+    };
+}
+
+/// The largest [`SimConfig::guild_members`] (25 chunks per all-members
+/// request).
+pub const MAX_GUILD_MEMBERS: u32 = 25_000;
 
 /// The `session_start_limit` object of `GET /gateway/bot`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,6 +211,12 @@ impl SimGuild {
 }
 
 impl SimConfig {
+    /// The member count of every guild (GUILD_CREATE's `member_count`):
+    /// the bot, its owner and [`SimConfig::guild_members`] more (capped).
+    pub(crate) fn member_count(&self) -> u64 {
+        2 + u64::from(self.guild_members.min(MAX_GUILD_MEMBERS))
+    }
+
     /// Accepts `token` instead of [`DEFAULT_SIM_TOKEN`]; when it is shaped
     /// like Discord's, the bot's id becomes the id its first part decodes
     /// to, so READY and `GET /users/@me` agree with the token as they do

@@ -6,7 +6,7 @@
 //! unless `fail_if_not_exists: false`, which sends the message without the
 //! reference. Other reference types (forwards) are passed through.
 
-use super::http::Response;
+use crate::wire::http::Response;
 use serde_json::{json, Value};
 
 /// What a reply gets.

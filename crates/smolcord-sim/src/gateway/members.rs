@@ -14,18 +14,18 @@
 //! 1200000000000000001), so a test can make a guild as large as it needs.
 //! Authors of injected guild messages are not members.
 //!
-//! [`SimConfig::all_members_window`]: super::SimConfig::all_members_window
-//! [`SimConfig::guild_members`]: super::SimConfig::guild_members
+//! [`SimConfig::all_members_window`]: crate::SimConfig::all_members_window
+//! [`SimConfig::guild_members`]: crate::SimConfig::guild_members
 
-use super::config::SimConfig;
-use super::gateway::Reader;
-use super::objects;
-use super::payload_checks::snowflake;
+use crate::model::config::{SimConfig, MAX_GUILD_MEMBERS};
+use crate::model::objects;
+use crate::model::payload_checks::snowflake;
+use crate::state::shared::Shared;
 use serde_json::{json, Map, Value};
 use smolcord::protocol::{shard_for_guild, CloseCode, Frame, Intents, Snowflake};
 use std::time::Instant;
 
-use super::payload_checks::Refusal;
+use crate::model::payload_checks::Refusal;
 
 /// Members per GUILD_MEMBERS_CHUNK.
 pub(crate) const CHUNK_SIZE: usize = 1000;
@@ -35,9 +35,6 @@ const MAX_USER_IDS: usize = 100;
 const MAX_QUERY_RESULTS: usize = 100;
 /// A longer nonce is ignored (not echoed).
 const MAX_NONCE_BYTES: usize = 32;
-/// The largest [`SimConfig::guild_members`](super::SimConfig::guild_members)
-/// (25 chunks per all-members request).
-pub const MAX_GUILD_MEMBERS: u32 = 25_000;
 /// The first synthetic member's id.
 const FIRST_MEMBER_ID: u64 = 1_200_000_000_000_000_001;
 
@@ -154,11 +151,6 @@ fn roster(config: &SimConfig) -> impl Iterator<Item = Member> + '_ {
     [bot, owner].into_iter().chain(synthetic)
 }
 
-/// The member count of every guild (GUILD_CREATE's `member_count`).
-pub(crate) fn member_count(config: &SimConfig) -> u64 {
-    2 + u64::from(config.guild_members.min(MAX_GUILD_MEMBERS))
-}
-
 fn member_object(member: &Member, config: &SimConfig) -> Value {
     let mut object = objects::member();
     object["user"] = if member.bot {
@@ -242,14 +234,13 @@ fn chunks(request: &MemberRequest, config: &SimConfig, with_presences: bool) -> 
     out
 }
 
-/// Handles op 8 from `reader`'s session.
-pub(crate) fn handle(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> {
+/// Handles op 8 from the connection serving `session`.
+pub(crate) fn handle(shared: &Shared, session: Option<&str>, frame: &Frame) -> Result<(), Refusal> {
     let d: Value = frame.data().map_err(|err| bad(err.to_string()))?;
     let request = parse(&d)?;
-    let Some(session_id) = reader.session.clone() else {
+    let Some(session_id) = session.map(str::to_owned) else {
         return Ok(()); // not identified: refused with 4003 before here
     };
-    let shared = reader.shared.clone();
     let config = &shared.config;
     let mut state = shared.lock();
     let Some(session) = state.sessions.get_mut(&session_id) else {
@@ -276,11 +267,7 @@ pub(crate) fn handle(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> 
     let now = Instant::now();
     if request.all_members() {
         let window = config.all_members_window;
-        let last = state.all_member_requests.get(&request.guild_id).copied();
-        if let Some(wait) = last
-            .map(|at| window.saturating_sub(now.saturating_duration_since(at)))
-            .filter(|wait| !wait.is_zero())
-        {
+        if let Err(wait) = state.limits.ask_all_members(request.guild_id, now, window) {
             let mut meta = json!({"guild_id": request.guild_id.to_string()});
             if let Some(nonce) = &request.nonce {
                 meta["nonce"] = json!(nonce);
@@ -293,7 +280,6 @@ pub(crate) fn handle(reader: &mut Reader, frame: &Frame) -> Result<(), Refusal> 
             state.push_to_session(&session_id, "RATE_LIMITED", &d);
             return Ok(());
         }
-        state.all_member_requests.insert(request.guild_id, now);
     }
     let with_presences = request.presences && intents.contains(Intents::GUILD_PRESENCES);
     for chunk in chunks(&request, config, with_presences) {

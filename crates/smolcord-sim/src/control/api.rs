@@ -3,10 +3,10 @@
 //! documentation of [`crate`]. A bad request gets 400 with
 //! `{"error": "..."}` naming what is wrong.
 
-use super::faults::{Fault, RestFault};
-use super::http::{Request, Response};
 use super::inject::ChannelPost;
-use super::state::Shared;
+use crate::state::faults::{Fault, RestFault};
+use crate::state::shared::Shared;
+use crate::wire::http::{Request, Response};
 use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
@@ -103,9 +103,9 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let seqs = shared.dispatch(&event, &d);
             Response::json(200, &json!({"seqs": seqs}))
         }
-        ("GET", "/identify") => Response::json(200, &json!(shared.lock().pacing)),
+        ("GET", "/identify") => Response::json(200, &json!(shared.lock().limits.pacing())),
         ("POST", "/identify") => {
-            let current = shared.lock().pacing;
+            let current = shared.lock().limits.pacing();
             let pacing = current.updated(&body(request)?).map_err(bad)?;
             shared.set_pacing(pacing).map_err(|e| bad(e.to_string()))?;
             Response::json(200, &json!(pacing))
@@ -145,7 +145,7 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             Response::json(200, &serde_json::to_value(stats).unwrap_or(Value::Null))
         }
         ("GET", "/rest-log") => {
-            let log: Vec<_> = shared.lock().rest_log.iter().cloned().collect();
+            let log: Vec<_> = shared.lock().rest_log.records().cloned().collect();
             Response::json(200, &serde_json::to_value(log).unwrap_or(Value::Null))
         }
         ("GET", "/messages") => {

@@ -1,138 +1,66 @@
-//! The simulator's shared state: one mutex around everything that the
-//! connections, the REST handlers, the control API and the Rust handle
-//! touch. It is held only for short, non-awaiting sections, so a handle on
-//! a test's thread and the simulator's own thread never wait on each other
-//! for long.
+//! The simulator's shared state: one mutex over typed parts, each the
+//! owner of its rules ([`SessionStore`], [`Conns`], [`Directory`],
+//! [`GatewayLimits`], [`RestFaults`], [`RateBook`], [`NonceBook`],
+//! [`RestLog`], [`StatsBook`], [`EventBus`]). The connections, the REST
+//! handlers, the control API and the Rust handle all go through it.
+//!
+//! Why one lock and not one per part: what the simulator does crosses
+//! parts in one step, and Discord's order must hold across them. A bot's
+//! post checks the rate book, writes the history and the nonce book,
+//! numbers a dispatch in each session, queues it on their connections,
+//! counts it and reports it; another thread must see all of it or none
+//! (a test that reads the history after the event, a seq that must come
+//! after the one READY took). Locks per part would need a fixed order
+//! and would still let a reader see half a post. One lock cannot
+//! deadlock as it is used: it is held only for short sections that never
+//! await (what a connection sends is queued, not written), and it is
+//! never taken twice on one path (a function that needs the state while
+//! it is held takes `&mut State`, not the [`Shared`]). The parts are typed
+//! so a function borrows only the parts it needs, and the rules (the
+//! start budget, the fault queue, the bounded logs) live with their data
+//! instead of in the handlers.
 
-use super::clock::later;
-use super::config::{SimConfig, SimGuild};
+use super::conns::Conns;
+use super::directory::Directory;
 use super::events::{EventBus, SimEvent};
 use super::faults::{Fault, RestFault};
-use super::history::{History, StoredMessage};
+use super::gateway_limits::GatewayLimits;
+use super::history::StoredMessage;
 use super::nonces::NonceBook;
-use super::objects::IdGen;
-use super::rest::RestRecord;
+use super::pacing::IdentifyPacing;
+use super::ratelimit::RateBook;
+use super::rest_faults::RestFaults;
+use super::rest_log::{RestLog, RestRecord};
 use super::session::SessionStore;
 use super::stats::StatsBook;
+use crate::model::config::SimConfig;
+use crate::model::objects::IdGen;
+use crate::model::sim_error::SimError;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use smolcord::protocol::Intents;
-use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
-/// REST requests kept in the log.
-const REST_LOG_KEPT: usize = 10_000;
-
-/// What a connection's writer sends, in order.
-pub(crate) enum Out {
-    /// A JSON frame (compressed by the writer if the connection asked).
-    Text { text: String, not_before: Instant },
-    /// A close frame; the writer stops after it.
-    Close {
-        code: u16,
-        reason: String,
-        not_before: Instant,
-    },
-    /// Switch per-payload compression (Identify `compress: true`).
-    PayloadCompression(bool),
-    /// `Fault::Flood`: this many DMs for the session, made one at a time
-    /// as the socket takes them.
-    Flood { session_id: String, count: u64 },
-    /// `Fault::PingFlood`.
-    Pings(u64),
-    /// `Fault::Fragmented`.
-    Fragmented { total: usize, fragment: usize },
-}
-
-/// What the rest of the simulator asks of a connection's reader.
-pub(crate) enum ConnCmd {
-    Fault(Fault),
-    /// Another connection resumed this one's session: drop this one.
-    Superseded,
-}
-
-/// The simulator's handle on one live websocket connection.
-pub(crate) struct ConnEntry {
-    pub(crate) out: async_channel::Sender<Out>,
-    pub(crate) cmd: async_channel::Sender<ConnCmd>,
-    /// `Fault::Delay`: hold every frame back this long.
-    pub(crate) delay: Duration,
-}
-
-impl ConnEntry {
-    pub(crate) fn send_text(&self, text: String) {
-        // A full or closed queue means the connection is going away; the
-        // session's replay buffer still has every dispatch.
-        let _ = self.out.try_send(Out::Text {
-            text,
-            not_before: later(Instant::now(), self.delay),
-        });
-    }
-
-    pub(crate) fn send_close(&self, code: u16, reason: &str) {
-        let _ = self.out.try_send(Out::Close {
-            code,
-            reason: reason.to_owned(),
-            not_before: later(Instant::now(), self.delay),
-        });
-    }
-}
-
-/// A channel the simulator knows.
-#[derive(Clone, Debug)]
-pub(crate) struct ChannelInfo {
-    pub(crate) guild_id: Option<u64>,
-    pub(crate) name: Option<String>,
-    /// DM channels: the other user.
-    pub(crate) recipient: Option<(u64, String)>,
-}
-
-/// A file served under `/attachments/`.
-pub(crate) struct StoredFile {
-    pub(crate) content_type: String,
-    pub(crate) bytes: Arc<Vec<u8>>,
-}
-
-/// Guilds, channels, messages and files.
-#[derive(Default)]
-pub(crate) struct Directory {
-    pub(crate) guilds: Vec<SimGuild>,
-    pub(crate) channels: HashMap<u64, ChannelInfo>,
-    pub(crate) dm_by_user: HashMap<u64, u64>,
-    /// Every message per channel (users' and the bot's), bounded.
-    pub(crate) history: History,
-    pub(crate) files: HashMap<u64, StoredFile>,
-    /// Guild channels where the bot lacks Send Messages: posting and
-    /// typing there are 403 50013 (one entry per known channel at most).
-    pub(crate) send_denied: std::collections::HashSet<u64>,
-    /// Threads started from a message: thread (= message) id → its channel.
-    pub(crate) thread_parent: HashMap<u64, u64>,
-}
-
+/// What the lock holds: the parts, each with its rules.
 pub(crate) struct State {
+    /// Gateway sessions and their replay buffers.
     pub(crate) sessions: SessionStore,
-    pub(crate) conns: HashMap<u64, ConnEntry>,
-    pub(crate) next_conn: u64,
+    /// The live websocket connections.
+    pub(crate) conns: Conns,
     pub(crate) stats: StatsBook,
     pub(crate) events: EventBus,
+    /// Guilds, channels, history, files, permissions.
     pub(crate) dir: Directory,
-    pub(crate) rest_log: VecDeque<RestRecord>,
-    pub(crate) rest_faults: VecDeque<RestFault>,
+    pub(crate) rest_log: RestLog,
+    pub(crate) rest_faults: RestFaults,
     pub(crate) nonces: NonceBook,
+    /// Snowflakes for everything the simulator makes.
     pub(crate) ids: IdGen,
-    pub(crate) start_remaining: u32,
-    /// The last identify of each `max_concurrency` bucket.
-    pub(crate) last_identify: HashMap<u32, Instant>,
-    /// The identify queue stand-in: when each bucket's next turn is.
-    pub(crate) queue_next: HashMap<u32, Instant>,
-    pub(crate) rate_book: super::ratelimit::RateBook,
-    /// When each guild's member list was last asked for whole (op 8); one
-    /// entry per known guild at most.
-    pub(crate) all_member_requests: HashMap<u64, Instant>,
-    /// Identify pacing as it stands (the config's, or the control API's).
-    pub(crate) pacing: super::pacing::IdentifyPacing,
+    /// Session starts, identify buckets, the queue, op 8's window.
+    pub(crate) limits: GatewayLimits,
+    pub(crate) rate_book: RateBook,
 }
 
 /// Everything the simulator's parts share.
@@ -157,8 +85,7 @@ impl Shared {
         }
         let state = State {
             sessions: SessionStore::default(),
-            conns: HashMap::new(),
-            next_conn: 1,
+            conns: Conns::default(),
             stats: StatsBook::new(
                 started,
                 config.heartbeat_interval,
@@ -167,16 +94,12 @@ impl Shared {
             ),
             events: EventBus::default(),
             dir,
-            rest_log: VecDeque::new(),
-            rest_faults: VecDeque::new(),
+            rest_log: RestLog::default(),
+            rest_faults: RestFaults::default(),
             nonces: NonceBook::new(config.nonce_window),
             ids: IdGen::ahead(config.clock_ahead),
-            start_remaining: config.session_start_limit.remaining,
-            last_identify: HashMap::new(),
-            queue_next: HashMap::new(),
-            rate_book: Default::default(),
-            all_member_requests: HashMap::new(),
-            pacing: super::pacing::IdentifyPacing::from_config(&config),
+            limits: GatewayLimits::new(&config),
+            rate_book: RateBook::default(),
         };
         Shared {
             config,
@@ -221,76 +144,23 @@ impl Shared {
             "sim: fault {fault:?} on {} connection(s)",
             state.conns.len()
         );
-        if let Fault::Delay(delay) = fault {
-            for entry in state.conns.values_mut() {
-                entry.delay = delay;
-            }
-            return state.conns.len();
-        }
-        state
-            .conns
-            .values()
-            .filter(|entry| entry.cmd.try_send(ConnCmd::Fault(fault.clone())).is_ok())
-            .count()
+        state.conns.fault_all(fault)
     }
 
-    pub(crate) fn set_pacing(
-        &self,
-        pacing: super::pacing::IdentifyPacing,
-    ) -> Result<(), super::sim_error::SimError> {
+    pub(crate) fn set_pacing(&self, pacing: IdentifyPacing) -> Result<(), SimError> {
         pacing.check()?;
-        let mut state = self.lock();
-        if pacing.max_concurrency != state.pacing.max_concurrency {
-            state.last_identify.clear();
-            state.queue_next.clear();
-        }
         log::info!("sim: identify pacing now {pacing:?}");
-        state.pacing = pacing;
+        self.lock().limits.set_pacing(pacing);
         Ok(())
     }
 
     pub(crate) fn rest_fault(&self, fault: RestFault) {
         log::info!("sim: REST fault {fault:?}");
-        self.lock().rest_faults.push_back(fault);
+        self.lock().rest_faults.push(fault);
     }
 
     pub(crate) fn dispatch(&self, event: &str, d: &Value) -> Vec<u64> {
         self.lock().dispatch(&self.config, event, d)
-    }
-}
-
-impl Directory {
-    pub(crate) fn add_guild(&mut self, guild: SimGuild) {
-        for channel in &guild.channels {
-            self.channels.insert(
-                channel.id.get(),
-                ChannelInfo {
-                    guild_id: Some(guild.id.get()),
-                    name: Some(channel.name.clone()),
-                    recipient: None,
-                },
-            );
-        }
-        self.guilds.retain(|g| g.id != guild.id);
-        self.guilds.push(guild);
-    }
-
-    /// The DM channel with `user_id`, created on first use (stable after).
-    pub(crate) fn dm_channel(&mut self, ids: &mut IdGen, user_id: u64, name: &str) -> u64 {
-        if let Some(channel) = self.dm_by_user.get(&user_id) {
-            return *channel;
-        }
-        let channel = ids.next();
-        self.dm_by_user.insert(user_id, channel);
-        self.channels.insert(
-            channel,
-            ChannelInfo {
-                guild_id: None,
-                name: None,
-                recipient: Some((user_id, name.to_owned())),
-            },
-        );
-        channel
     }
 }
 
@@ -369,7 +239,7 @@ impl State {
         let session = self.sessions.get_mut(session_id)?;
         let (seq, frame) = session.push(event, raw(d));
         if let Some(conn) = session.conn {
-            if let Some(entry) = self.conns.get(&conn) {
+            if let Some(entry) = self.conns.get(conn) {
                 entry.send_text(frame);
                 if let Some(stats) = self.stats.conn(conn) {
                     stats.dispatches_sent += 1;
@@ -391,14 +261,14 @@ impl State {
             .dir
             .dm_channel(&mut self.ids, super::faults::FLOOD_USER_ID, "flooder");
         let id = self.ids.next();
-        let place = super::objects::MessagePlace {
+        let place = crate::model::objects::MessagePlace {
             channel_id: channel,
             guild_id: None,
         };
-        let d = super::objects::message(
+        let d = crate::model::objects::message(
             id,
             &place,
-            super::objects::user(super::faults::FLOOD_USER_ID, "flooder"),
+            crate::model::objects::user(super::faults::FLOOD_USER_ID, "flooder"),
             &format!("flood {n}"),
             Vec::new(),
             0,
@@ -460,7 +330,7 @@ impl State {
         let mut seqs = Vec::with_capacity(targets.len());
         for (session_id, strip) in targets {
             let payload = if strip {
-                super::content::withhold(d, config.bot_id.get(), true)
+                crate::model::content::withhold(d, config.bot_id.get(), true)
             } else {
                 d.clone()
             };
@@ -478,10 +348,7 @@ impl State {
             path: record.path.clone(),
             status: record.status,
         });
-        if self.rest_log.len() == REST_LOG_KEPT {
-            self.rest_log.pop_front();
-        }
-        self.rest_log.push_back(record);
+        self.rest_log.push(record);
     }
 }
 

@@ -21,8 +21,8 @@
 //! [`HISTORY_TOTAL`] in all (oldest dropped first), so a flood or a
 //! week-long soak cannot grow the simulator without end.
 
-use super::http::{Request, Response};
-use super::rest::BotMessage;
+use crate::wire::http::{Request, Response};
+use serde::Serialize;
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
 use std::collections::{HashMap, VecDeque};
@@ -34,6 +34,21 @@ pub(crate) const HISTORY_TOTAL: usize = 200_000;
 /// Discord's page size bounds and default.
 const LIMIT_MAX: usize = 100;
 const LIMIT_DEFAULT: usize = 50;
+
+/// A message the bot posted over REST, with later edits applied.
+#[derive(Clone, Debug, Serialize)]
+pub struct BotMessage {
+    /// Message id.
+    pub id: Snowflake,
+    /// Channel id.
+    pub channel_id: Snowflake,
+    /// Current content.
+    pub content: String,
+    /// How many times it was edited.
+    pub edits: u32,
+    /// The full message object as last returned.
+    pub object: Value,
+}
 
 /// One message in a channel's history.
 #[derive(Clone, Debug)]
@@ -112,7 +127,11 @@ impl History {
     pub(crate) fn as_read(&self, message: &StoredMessage) -> Value {
         let object = message.as_read_back();
         match self.withheld_from {
-            Some(bot) => super::content::withhold(&object, bot, super::content::in_guild(&object)),
+            Some(bot) => crate::model::content::withhold(
+                &object,
+                bot,
+                crate::model::content::in_guild(&object),
+            ),
             None => object,
         }
     }

@@ -2,12 +2,12 @@
 //! Identify too early for its `max_concurrency` bucket gets op 9 (Discord:
 //! one per bucket per 5 s), the bucket count `GET /gateway/bot` reports and
 //! identifies are bucketed by, and the shard count it recommends. Starts
-//! from the [`SimConfig`](super::SimConfig); `smolcord sim` sets it with
+//! from the [`SimConfig`](crate::SimConfig); `smolcord sim` sets it with
 //! `--identify-pacing`, `--max-concurrency`, `--shards`, and the control
 //! API with `POST /control/identify`.
 
-use super::config::SimConfig;
-use super::sim_error::SimError;
+use crate::model::config::SimConfig;
+use crate::model::sim_error::SimError;
 use serde::Serialize;
 use serde_json::Value;
 

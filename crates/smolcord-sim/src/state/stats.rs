@@ -8,7 +8,7 @@
 //! 4009), the worst gap, identify/resume counts and how the connection
 //! ended. Times are milliseconds since the simulator started.
 
-use super::clock::scaled;
+use crate::model::clock::scaled;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

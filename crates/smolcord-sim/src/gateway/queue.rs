@@ -5,9 +5,9 @@
 //! A REST fault on the prefix `/queue` (e.g. `RestFault::server_error(503,
 //! 2).on("/queue")`) makes it fail like a service that is down.
 
-use super::http::{Request, Response};
-use super::rest::{fault_response, take_fault};
-use super::state::Shared;
+use crate::rest::routes::{fault_response, take_aimed_fault};
+use crate::state::shared::Shared;
+use crate::wire::http::{Request, Response};
 use serde_json::json;
 use std::time::Instant;
 
@@ -26,16 +26,12 @@ pub(crate) async fn handle(shared: &Shared, request: &Request) -> Response {
     };
     let slot = {
         let mut state = shared.lock();
-        if let Some(fault) = take_fault(&mut state, PATH) {
+        if let Some(fault) = take_aimed_fault(&mut state, PATH) {
             return fault_response(fault);
         }
-        let config = &shared.config;
-        let bucket = shard % state.pacing.max_concurrency.max(1);
-        let now = Instant::now();
-        let next = state.queue_next.entry(bucket).or_insert(now);
-        let slot = (*next).max(now);
-        *next = slot + config.identify_window;
-        slot
+        state
+            .limits
+            .queue_turn(shard, Instant::now(), shared.config.identify_window)
     };
     if slot > Instant::now() {
         async_io::Timer::at(slot).await;

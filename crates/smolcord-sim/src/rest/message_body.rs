@@ -9,7 +9,7 @@
 //! `allowed_mentions`, `sticker_ids`, `components`, `attachments`,
 //! `message_reference`.
 
-use super::http::Response;
+use crate::wire::http::Response;
 use serde_json::{json, Map, Value};
 
 /// Flags a message may be created with: SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS,

@@ -274,7 +274,7 @@ pub(crate) fn guild_create(guild: &SimGuild, config: &SimConfig) -> Value {
         "large": false,
         "lazy": true,
         "unavailable": false,
-        "member_count": super::members::member_count(config),
+        "member_count": config.member_count(),
         "voice_states": [],
         "members": [],
         "channels": channels,

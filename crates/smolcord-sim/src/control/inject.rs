@@ -2,17 +2,18 @@
 //! GUILD_CREATE and CHANNEL_CREATE/UPDATE/DELETE, kept consistent with the
 //! simulator's directory so REST calls about them work.
 
-use super::config::SimGuild;
-use super::objects::{self, MessagePlace};
-use super::sim_error::SimError;
-use super::state::{ChannelInfo, Shared, StoredFile};
+use crate::model::config::SimGuild;
+use crate::model::objects::{self, MessagePlace};
+use crate::model::sim_error::SimError;
+use crate::state::directory::{ChannelInfo, StoredFile};
+use crate::state::shared::Shared;
 use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::{Snowflake, MESSAGE_FLAG_IS_VOICE_MESSAGE};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A voice note sent by [`Simulator::send_voice_dm`](super::Simulator::send_voice_dm).
+/// A voice note sent by [`Simulator::send_voice_dm`](crate::Simulator::send_voice_dm).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VoiceNote {
     /// The message.
@@ -23,7 +24,7 @@ pub struct VoiceNote {
     pub url: String,
 }
 
-/// A file a user attaches to a DM ([`Simulator::send_dm_with_files`](super::Simulator::send_dm_with_files)).
+/// A file a user attaches to a DM ([`Simulator::send_dm_with_files`](crate::Simulator::send_dm_with_files)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SimFile {
     /// Its name, as the user's client gave it.
@@ -46,7 +47,7 @@ impl SimFile {
 }
 
 /// A user's message in a guild channel, for
-/// [`Simulator::post_in_channel`](super::Simulator::post_in_channel).
+/// [`Simulator::post_in_channel`](crate::Simulator::post_in_channel).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChannelPost {
     /// The guild channel.
@@ -371,7 +372,7 @@ impl Shared {
         let position = guild.channels.len();
         let id = Snowflake::new(state.ids.next());
         if let Some(guild) = state.dir.guilds.iter_mut().find(|g| g.id == guild_id) {
-            guild.channels.push(super::config::SimChannel {
+            guild.channels.push(crate::model::config::SimChannel {
                 id,
                 name: name.to_owned(),
             });

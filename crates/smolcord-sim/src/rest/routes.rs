@@ -4,24 +4,26 @@
 //! Requests are checked like Discord checks them (`Authorization: Bot
 //! <token>`, a JSON or `multipart/form-data` body, message length, empty
 //! messages, unknown channels, file sizes: 10 MiB a file, 25 MiB a request;
-//! rate limits when [`SimConfig::rest_rate_limit`](super::SimConfig) is
+//! rate limits when [`SimConfig::rest_rate_limit`](crate::SimConfig) is
 //! set) and answered with full objects and `Content-Type: application/json`
 //! exactly. Uploaded files become the message's attachments, served under
 //! `/attachments/` like Discord's CDN. Every request is recorded.
 
-use super::faults::{RestFault, RestFaultKind, UploadShape};
-use super::history::{self, StoredMessage};
-use super::http::{Request, Response};
-use super::multipart::{self, Part};
-use super::nonces::{Original, NONCE_MAX_CHARS};
-use super::objects::{self, MessagePlace};
-use super::ratelimit::{Decision, RestRateLimit, Standing};
 use super::ratelimit_headers::{route_bucket, too_many, with_counts, RouteBucket, Scope};
-use super::state::{Shared, State, StoredFile};
 use super::{message_body, replies};
-use serde::Serialize;
+use crate::model::config::RestRateLimit;
+use crate::model::objects::{self, MessagePlace};
+use crate::state::directory::StoredFile;
+use crate::state::faults::{RestFaultKind, UploadShape};
+use crate::state::history::{self, StoredMessage};
+use crate::state::nonces::{Original, NONCE_MAX_CHARS};
+use crate::state::ratelimit::{Decision, Standing};
+use crate::state::rest_faults::FaultTarget;
+use crate::state::rest_log::RestRecord;
+use crate::state::shared::{Shared, State};
+use crate::wire::http::{Request, Response};
+use crate::wire::multipart::{self, Part};
 use serde_json::{json, Value};
-use smolcord::protocol::Snowflake;
 use smolcord::rest::{Method, Route, Unmatched};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,40 +32,6 @@ use std::time::{Duration, Instant};
 const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
 /// Discord's limit on a whole request.
 const MAX_REQUEST_BYTES: usize = 25 * 1024 * 1024;
-
-/// One REST (or attachment) request as the simulator received it.
-#[derive(Clone, Debug, Serialize)]
-pub struct RestRecord {
-    /// Milliseconds since the simulator started.
-    pub at_ms: f64,
-    /// HTTP method.
-    pub method: String,
-    /// Path without the query.
-    pub path: String,
-    /// Query string.
-    pub query: String,
-    /// The JSON body (`payload_json` for multipart), or null.
-    pub body: Value,
-    /// Names of uploaded files (multipart).
-    pub files: Vec<String>,
-    /// The status answered.
-    pub status: u16,
-}
-
-/// A message the bot posted over REST, with later edits applied.
-#[derive(Clone, Debug, Serialize)]
-pub struct BotMessage {
-    /// Message id.
-    pub id: Snowflake,
-    /// Channel id.
-    pub channel_id: Snowflake,
-    /// Current content.
-    pub content: String,
-    /// How many times it was edited.
-    pub edits: u32,
-    /// The full message object as last returned.
-    pub object: Value,
-}
 
 /// A request body as understood.
 struct Body {
@@ -207,47 +175,37 @@ pub(crate) fn take_delay(shared: &Shared, request: &Request) -> Option<Duration>
         &request.path,
         true,
         UploadShape::default(),
+        true,
     )? {
         RestFaultKind::Delay(delay) => Some(delay),
         _ => None,
     }
 }
 
-/// The next REST fault (not a delay) for `path`, if any.
-pub(crate) fn take_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
-    take_matching(state, "GET", path, false, UploadShape::default())
+/// The next REST fault (not a delay) aimed at `path` (the identify
+/// queue's: a fault without `path_prefix` is for the REST routes, not
+/// for it), if any.
+pub(crate) fn take_aimed_fault(state: &mut State, path: &str) -> Option<RestFaultKind> {
+    take_matching(state, "GET", path, false, UploadShape::default(), false)
 }
 
 /// Takes one of the first fault matching `path`: a `Delay` if `delay`,
-/// else any other kind. The identify queue takes only faults aimed at it.
+/// else any other kind; one without `path_prefix` only if `unaimed`.
 fn take_matching(
     state: &mut State,
     method: &str,
     path: &str,
     delay: bool,
     shape: UploadShape,
+    unaimed: bool,
 ) -> Option<RestFaultKind> {
-    let index = state.rest_faults.iter().position(|f| {
-        f.count > 0
-            && matches!(f.kind, RestFaultKind::Delay(_)) == delay
-            && f.kind.applies_to(shape)
-            && f.path_prefix
-                .as_deref()
-                .map_or(path != super::queue::PATH, |p| {
-                    // "GET /api/…": that method only.
-                    match p.split_once(' ') {
-                        Some((m, p)) => m.eq_ignore_ascii_case(method) && path.starts_with(p),
-                        None => path.starts_with(p),
-                    }
-                })
-    })?;
-    let fault: &mut RestFault = &mut state.rest_faults[index];
-    fault.count -= 1;
-    let kind = fault.kind.clone();
-    if fault.count == 0 {
-        state.rest_faults.remove(index);
-    }
-    Some(kind)
+    let target = FaultTarget {
+        method,
+        path,
+        shape,
+        unaimed,
+    };
+    state.rest_faults.take(target, delay)
 }
 
 /// The answer a REST fault makes outside `/api/` (the identify queue):
@@ -327,7 +285,7 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
     let method = request.method.as_str();
     let bucket = route_bucket(method, &segments);
     let (limits, enforce) = counted_limits(shared);
-    if let Some(kind) = take_matching(state, &request.method, &request.path, false, shape) {
+    if let Some(kind) = take_matching(state, &request.method, &request.path, false, shape, true) {
         log::info!(
             "sim: REST fault {kind:?} on {} {}",
             request.method,
@@ -395,12 +353,12 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
                 200,
                 &json!({
                     "url": shared.gateway_url(),
-                    "shards": config.required_shards.unwrap_or(state.pacing.shards),
+                    "shards": config.required_shards.unwrap_or(state.limits.pacing().shards),
                     "session_start_limit": {
                         "total": limit.total,
-                        "remaining": state.start_remaining,
+                        "remaining": state.limits.start_remaining(),
                         "reset_after": limit.reset_after.as_millis() as u64,
-                        "max_concurrency": state.pacing.max_concurrency,
+                        "max_concurrency": state.limits.pacing().max_concurrency,
                     },
                 }),
             )
@@ -706,7 +664,7 @@ fn find_message(state: &mut State, channel: u64, message: u64) -> Option<&mut St
     state.dir.history.get_mut(channel, message)
 }
 
-/// `GET /channels/{id}/messages` (see [`super::history`]).
+/// `GET /channels/{id}/messages` (see [`crate::state::history`]).
 fn channel_messages(state: &State, channel_id: u64, request: &Request) -> Response {
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");

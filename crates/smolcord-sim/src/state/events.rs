@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Something that happened in the simulator. `conn` is the connection
-/// number (as in [`ConnStats::id`](super::ConnStats::id)).
+/// number (as in [`ConnStats::id`](crate::ConnStats::id)).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum SimEvent {
@@ -101,7 +101,7 @@ pub enum SimEvent {
     },
 }
 
-/// Events kept for [`Simulator::wait_for`](super::Simulator::wait_for) to
+/// Events kept for [`Simulator::wait_for`](crate::Simulator::wait_for) to
 /// look back at.
 const HISTORY: usize = 10_000;
 
@@ -152,7 +152,7 @@ pub async fn next_matching(
     timeout: Duration,
     mut pred: impl FnMut(&SimEvent) -> bool,
 ) -> Option<SimEvent> {
-    let deadline = super::clock::later(Instant::now(), timeout);
+    let deadline = crate::model::clock::later(Instant::now(), timeout);
     let search = async {
         while let Ok(event) = rx.recv().await {
             if pred(&event) {

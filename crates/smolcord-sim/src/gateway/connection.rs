@@ -5,18 +5,20 @@
 //! from an ordered queue, delayed and compressed as asked) in one task.
 //! Identify and Resume live in [`super::identify`].
 
-use super::clock::{later, scaled};
-use super::events::SimEvent;
-use super::faults::Fault;
-use super::http::{HttpConn, Request, Response};
-use super::identify::{handle_identify, handle_resume, lenient_since};
+use super::identify::{handle_resume, lenient_since, Answer};
 use super::members;
-use super::payload_checks::{self, Refusal};
-use super::state::{ConnCmd, ConnEntry, Out, Shared, State};
-use super::stats::ConnEnd;
-use super::tls::SimStream;
-use super::zlib::{compress_payload, ZlibStream};
-use super::zstd::ZstdStream;
+use super::session_start::handle_identify;
+use crate::model::clock::{later, scaled};
+use crate::model::payload_checks::{self, Refusal};
+use crate::state::conns::{ConnCmd, Out};
+use crate::state::events::SimEvent;
+use crate::state::faults::Fault;
+use crate::state::shared::{Shared, State};
+use crate::state::stats::ConnEnd;
+use crate::wire::http::{HttpConn, Request, Response};
+use crate::wire::tls::SimStream;
+use crate::wire::zlib::{compress_payload, ZlibStream};
+use crate::wire::zstd::ZstdStream;
 use async_net::TcpStream;
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::CloseFrame;
@@ -136,16 +138,7 @@ async fn run(
     let now = Instant::now();
     let id = {
         let mut state = shared.lock();
-        let id = state.next_conn;
-        state.next_conn += 1;
-        state.conns.insert(
-            id,
-            ConnEntry {
-                out: out_tx,
-                cmd: cmd_tx,
-                delay: Duration::ZERO,
-            },
-        );
+        let id = state.conns.open(out_tx, cmd_tx);
         state.stats.open(id, &request.path, &request.query, now);
         if request.query_param("v").is_none() {
             state.stats.totals.connections_without_version += 1;
@@ -424,16 +417,12 @@ pub(crate) struct Reader {
 
 impl Reader {
     fn queue_out(&self, out: Out) {
-        if let Some(entry) = self.shared.lock().conns.get(&self.id) {
-            let _ = entry.out.try_send(out);
-        }
+        self.shared.lock().conns.queue(self.id, out);
     }
 
     /// Queues a frame (the connection's delay applies).
     pub(crate) fn send(&self, text: String) {
-        if let Some(entry) = self.shared.lock().conns.get(&self.id) {
-            entry.send_text(text);
-        }
+        self.shared.lock().conns.send_text(self.id, text);
     }
 
     fn hello(&mut self, interval: Duration) {
@@ -455,6 +444,13 @@ impl Reader {
         let at = state.stats.ms(now);
         if let Some(stats) = state.stats.conn(self.id) {
             stats.hello_at_ms = Some(at);
+        }
+    }
+
+    /// Carries out what Identify or Resume answered.
+    fn answer(&mut self, answer: Answer) {
+        if answer == Answer::InvalidSession {
+            self.invalid_session(false);
         }
     }
 
@@ -489,7 +485,7 @@ impl Reader {
         self.closing_until = Some(now + CLOSE_WAIT);
         self.end = Some(ConnEnd::ServerClose);
         let mut state = self.shared.lock();
-        if let Some(entry) = state.conns.get(&self.id) {
+        if let Some(entry) = state.conns.get(self.id) {
             entry.send_close(code.0, &close_reason(reason));
         }
         let ends_session = code.action() != smolcord::protocol::CloseAction::Resume;
@@ -776,8 +772,16 @@ impl Reader {
         };
         match op {
             OpCode::Heartbeat => self.on_heartbeat(&frame, now),
-            OpCode::Identify => handle_identify(self, &frame),
-            OpCode::Resume => handle_resume(self, &frame),
+            OpCode::Identify => {
+                let answer = handle_identify(&self.shared, self.id, &mut self.session, &frame)?;
+                self.answer(answer);
+                Ok(())
+            }
+            OpCode::Resume => {
+                let answer = handle_resume(&self.shared, self.id, &mut self.session, &frame)?;
+                self.answer(answer);
+                Ok(())
+            }
             _ if self.session.is_none() => Err((
                 CloseCode::NOT_AUTHENTICATED,
                 format!("opcode {} before Identify", frame.raw_opcode()),
@@ -802,7 +806,9 @@ impl Reader {
                         )
                     })
             }
-            OpCode::RequestGuildMembers => members::handle(self, &frame),
+            OpCode::RequestGuildMembers => {
+                members::handle(&self.shared, self.session.as_deref(), &frame)
+            }
             OpCode::VoiceStateUpdate => {
                 let d: Value = frame
                     .data()
@@ -865,7 +871,7 @@ impl Reader {
             }
         }
         if ack {
-            if let Some(entry) = state.conns.get(&self.id) {
+            if let Some(entry) = state.conns.get(self.id) {
                 entry.send_text(Frame::new(OpCode::HeartbeatAck, None, None, None).to_json());
             }
         }
@@ -886,7 +892,7 @@ impl Reader {
             self.trace.closed(Direction::In, None);
         }
         let mut state = self.shared.lock();
-        state.conns.remove(&self.id);
+        state.conns.close(self.id);
         Self::release_session(&mut self.session, self.id, &mut state, false, now);
         state.stats.end(self.id, end, now);
         if end == ConnEnd::ClientDrop {

@@ -7,9 +7,10 @@
 //! Create Public Threads goes with it in practice. Messages in a thread
 //! are messages of the thread's channel, like any other.
 
-use super::http::Response;
-use super::objects;
-use super::state::{ChannelInfo, Shared, State};
+use crate::model::objects;
+use crate::state::directory::ChannelInfo;
+use crate::state::shared::{Shared, State};
+use crate::wire::http::Response;
 use serde_json::{json, Value};
 
 fn error(status: u16, code: u32, message: &str) -> Response {
