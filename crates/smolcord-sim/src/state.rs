@@ -133,6 +133,8 @@ pub(crate) struct State {
     pub(crate) all_member_requests: HashMap<u64, Instant>,
     /// Identify pacing as it stands (the config's, or the control API's).
     pub(crate) pacing: super::pacing::IdentifyPacing,
+    /// Registered commands and their uses (`interactions.rs`).
+    pub(crate) interactions: super::interactions::InteractionBook,
 }
 
 /// Everything the simulator's parts share.
@@ -177,6 +179,7 @@ impl Shared {
             rate_book: Default::default(),
             all_member_requests: HashMap::new(),
             pacing: super::pacing::IdentifyPacing::from_config(&config),
+            interactions: Default::default(),
         };
         Shared {
             config,
