@@ -27,7 +27,9 @@ use super::client::RestClient;
 use super::error::RestError;
 use super::exchange::Body;
 use super::route::Route;
-use crate::protocol::{InteractionToken, Message, Snowflake, MESSAGE_FLAG_EPHEMERAL};
+use crate::protocol::{
+    InteractionToken, Message, ReadyApplication, Snowflake, MESSAGE_FLAG_EPHEMERAL,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -172,6 +174,12 @@ impl RestClient {
             detail: e.to_string(),
         })?;
         self.call(route, None, Some(body)).await
+    }
+
+    /// `GET /oauth2/applications/@me`: the bot's application (its id
+    /// registers commands; READY names it too, a resume does not).
+    pub async fn current_application(&self) -> Result<ReadyApplication, RestError> {
+        self.call(Route::CurrentApplication, None, None).await
     }
 
     /// `POST /interactions/{id}/{token}/callback`: the interaction's one
