@@ -9,7 +9,7 @@
 //! characters; at most 25 options, each with a name and description by
 //! the same rules and a type 1–11; `contexts` within 0–2. A command
 //! keeps its id across overwrites while its name stays (Discord's
-//! "updated, not re-created").
+//! "updated, not re-created"), and its `version` while it is unchanged.
 
 use serde_json::{json, Value};
 
@@ -45,10 +45,7 @@ impl CommandBook {
             return Err(("_errors".into(), "a JSON array of commands".into()));
         };
         if list.len() > MAX_COMMANDS {
-            return Err((
-                "_errors".into(),
-                format!("at most {MAX_COMMANDS} commands"),
-            ));
+            return Err(("_errors".into(), format!("at most {MAX_COMMANDS} commands")));
         }
         let mut seen = std::collections::BTreeSet::new();
         let mut taken = Vec::with_capacity(list.len());
@@ -61,15 +58,26 @@ impl CommandBook {
                     "Application command names must be unique".into(),
                 ));
             }
-            let id = self
-                .get(&name)
-                .and_then(|old| old["id"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| next_id().to_string());
             let mut stored = command.clone();
-            stored["id"] = json!(id);
             stored["application_id"] = json!(application_id.to_string());
             stored["type"] = json!(command.get("type").cloned().unwrap_or(json!(1)));
-            stored["version"] = json!(next_id().to_string());
+            // Same name: same id; the version changes only with the command.
+            let old = self.get(&name).cloned();
+            let same = |old: &Value| {
+                let mut old = old.clone();
+                if let Some(map) = old.as_object_mut() {
+                    map.remove("id");
+                    map.remove("version");
+                }
+                old == stored
+            };
+            let (id, version) = match &old {
+                Some(old) if same(old) => (old["id"].clone(), old["version"].clone()),
+                Some(old) => (old["id"].clone(), json!(next_id().to_string())),
+                None => (json!(next_id().to_string()), json!(next_id().to_string())),
+            };
+            stored["id"] = id;
+            stored["version"] = version;
             taken.push(stored);
         }
         self.commands = taken.clone();
@@ -127,7 +135,10 @@ fn check_command(command: &Value) -> Result<(), (String, String)> {
         };
         check_name(option.get("name")).map_err(at("name"))?;
         check_description(option.get("description")).map_err(at("description"))?;
-        if !option["type"].as_u64().is_some_and(|t| (1..=11).contains(&t)) {
+        if !option["type"]
+            .as_u64()
+            .is_some_and(|t| (1..=11).contains(&t))
+        {
             return Err(at("type")("an option type 1 to 11".into()));
         }
     }
@@ -166,6 +177,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(first[0]["id"], again[0]["id"]);
+        assert_eq!(first[0]["version"], again[0]["version"], "unchanged");
         assert_eq!(book.commands.len(), 2);
         assert!(book.get("restart").is_some());
     }
@@ -194,6 +206,9 @@ mod tests {
             let refused = book.overwrite(7, Some(&body), ids()).unwrap_err();
             assert_eq!(refused.0, field, "{body}");
         }
-        assert!(book.commands.is_empty(), "a refused overwrite changes nothing");
+        assert!(
+            book.commands.is_empty(),
+            "a refused overwrite changes nothing"
+        );
     }
 }

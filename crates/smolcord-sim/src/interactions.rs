@@ -165,13 +165,14 @@ pub(crate) fn callback(
     let data = &body["data"];
     let flags = data["flags"].as_u64().unwrap_or(0);
     if flags & !ANSWER_FLAGS != 0 {
-        return invalid_form("data.flags", "only EPHEMERAL, SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS");
+        return invalid_form(
+            "data.flags",
+            "only EPHEMERAL, SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS",
+        );
     }
     let content = match kind {
         Some(4) => match data["content"].as_str() {
-            Some(text) if !text.is_empty() && text.chars().count() <= 2000 => {
-                Some(text.to_owned())
-            }
+            Some(text) if !text.is_empty() && text.chars().count() <= 2000 => Some(text.to_owned()),
             _ => return invalid_form("data.content", "1 to 2000 characters"),
         },
         Some(5) => None,
@@ -269,7 +270,10 @@ impl Shared {
         let command_id = command["id"].clone();
         let channel = state.dir.dm_channel(&mut state.ids, user_id, user_name);
         let id = state.ids.next();
-        let token = format!("aW50ZXJhY3Rpb246{id}.sim-{:x}", id.wrapping_mul(0x9e37_79b9));
+        let token = format!(
+            "aW50ZXJhY3Rpb246{id}.sim-{:x}",
+            id.wrapping_mul(0x9e37_79b9)
+        );
         let payload = json!({
             "id": id.to_string(),
             "application_id": self.config.bot_id.to_string(),
@@ -324,7 +328,11 @@ impl Shared {
 
     pub(crate) fn interaction_answer(&self, id: Snowflake) -> Option<InteractionAnswer> {
         let state = self.lock();
-        let pending = state.interactions.pending.iter().find(|p| p.id == id.get())?;
+        let pending = state
+            .interactions
+            .pending
+            .iter()
+            .find(|p| p.id == id.get())?;
         pending.answer.clone()
     }
 

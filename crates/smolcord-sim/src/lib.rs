@@ -202,8 +202,8 @@ mod gateway;
 mod history;
 mod http;
 mod identify;
-mod interactions;
 mod inject;
+mod interactions;
 mod members;
 mod message_body;
 mod multipart;
@@ -522,8 +522,7 @@ impl Simulator {
         name: &str,
         options: &[(&str, &str)],
     ) -> Result<UsedCommand, SimError> {
-        self.shared()
-            .use_command(user_id, user_name, name, options)
+        self.shared().use_command(user_id, user_name, name, options)
     }
 
     /// Dispatches an interaction's INTERACTION_CREATE again, as a resume

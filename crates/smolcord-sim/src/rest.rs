@@ -456,12 +456,9 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::CreateInteractionResponse {
             interaction_id,
             token,
-        } => super::interactions::callback(
-            state,
-            interaction_id,
-            token.expose(),
-            body.json.as_ref(),
-        ),
+        } => {
+            super::interactions::callback(state, interaction_id, token.expose(), body.json.as_ref())
+        }
         Route::EditOriginalResponse {
             application_id,
             token,

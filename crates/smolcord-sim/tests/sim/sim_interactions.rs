@@ -26,7 +26,12 @@ async fn register(sim: &Simulator, http: &mut Http) {
     let reply = http
         .request("PUT", &commands_path(sim), true, Some(&body))
         .await;
-    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
 }
 
 /// Connects a bot session and returns it with the next INTERACTION_CREATE
@@ -84,7 +89,12 @@ fn registration_is_a_checked_bulk_overwrite() {
             .await;
         assert_eq!(unauthorized.status, 401);
         let other = http
-            .request("PUT", "/api/v10/applications/5/commands", true, Some(&json!([])))
+            .request(
+                "PUT",
+                "/api/v10/applications/5/commands",
+                true,
+                Some(&json!([])),
+            )
             .await;
         assert_eq!(other.json()["code"], 50001);
         // A name Discord refuses: 400 50035 naming it; the list stays.
@@ -125,7 +135,10 @@ fn an_interaction_is_answered_once_by_its_token_and_ephemeral_by_flag_64() {
         assert!(sim.interaction_answer(used.interaction_id).is_none());
 
         // A wrong token is an unknown interaction.
-        let wrong = format!("/api/v10/interactions/{}/nope/callback", used.interaction_id);
+        let wrong = format!(
+            "/api/v10/interactions/{}/nope/callback",
+            used.interaction_id
+        );
         let body = json!({"type": 4, "data": {"content": "done", "flags": 64}});
         let refused = http.request("POST", &wrong, false, Some(&body)).await;
         assert_eq!(refused.json()["code"], 10062);
@@ -158,7 +171,12 @@ fn a_deferred_answer_is_edited_until_the_token_expires() {
         let d = interaction(&mut bot).await;
         // Nothing to edit before the first answer.
         let early = http
-            .request("PATCH", &original_path(&d), false, Some(&json!({"content": "x"})))
+            .request(
+                "PATCH",
+                &original_path(&d),
+                false,
+                Some(&json!({"content": "x"})),
+            )
             .await;
         assert_eq!(early.json()["code"], 10008);
         let deferred = json!({"type": 5, "data": {"flags": 64}});
@@ -169,7 +187,12 @@ fn a_deferred_answer_is_edited_until_the_token_expires() {
         let thinking = sim.interaction_answer(used.interaction_id).unwrap();
         assert!(thinking.deferred && thinking.ephemeral && thinking.content.is_none());
         let edited = http
-            .request("PATCH", &original_path(&d), false, Some(&json!({"content": "all well"})))
+            .request(
+                "PATCH",
+                &original_path(&d),
+                false,
+                Some(&json!({"content": "all well"})),
+            )
             .await;
         assert_eq!(edited.status, 200);
         assert_eq!(edited.json()["content"], "all well");
@@ -179,7 +202,12 @@ fn a_deferred_answer_is_edited_until_the_token_expires() {
         // Past the token's life: 401 50027.
         sim.set_interaction_deadlines(Duration::from_secs(3), Duration::ZERO);
         let expired = http
-            .request("PATCH", &original_path(&d), false, Some(&json!({"content": "late"})))
+            .request(
+                "PATCH",
+                &original_path(&d),
+                false,
+                Some(&json!({"content": "late"})),
+            )
             .await;
         assert_eq!(expired.status, 401);
         assert_eq!(expired.json()["code"], 50027);
@@ -237,7 +265,10 @@ fn the_control_api_uses_a_command_and_reads_the_answer() {
         let d = interaction(&mut bot).await;
         assert_eq!(used["interaction_id"], d["id"]);
         let path = format!("/control/interaction?id={}", d["id"].as_str().unwrap());
-        assert_eq!(http.request("GET", &path, false, None).await.json()["answered"], false);
+        assert_eq!(
+            http.request("GET", &path, false, None).await.json()["answered"],
+            false
+        );
         let body = json!({"type": 4, "data": {"content": "ok", "flags": 64}});
         http.request("POST", &callback_path(&d), false, Some(&body))
             .await;
