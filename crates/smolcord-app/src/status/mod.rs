@@ -17,6 +17,8 @@ pub mod socket;
 
 pub mod render;
 
+pub mod short;
+
 use crate::chart::Charset;
 use serde::{Deserialize, Serialize};
 use smolcord::loopwatch;

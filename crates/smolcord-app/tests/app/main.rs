@@ -19,6 +19,8 @@ mod bridge_bounds;
 #[cfg(feature = "sim")]
 mod bridge_channels;
 #[cfg(feature = "sim")]
+mod bridge_commands;
+#[cfg(feature = "sim")]
 mod bridge_context;
 #[cfg(feature = "sim")]
 mod bridge_exactly_once;

@@ -5,6 +5,8 @@ pub(crate) mod agent;
 pub(crate) mod channel_gate;
 pub(crate) mod context;
 pub(crate) mod files_in;
+pub(crate) mod owner_action;
+pub(crate) mod owner_command;
 pub(crate) mod thread;
 pub(crate) mod transcribe;
 pub(crate) mod verdict;
