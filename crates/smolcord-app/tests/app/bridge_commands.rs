@@ -336,3 +336,72 @@ fn a_restart_by_slash_command_happens_once_across_the_restart_and_its_replay() {
         assert!(matches!(outcome, BridgeOutcome::Stopped), "{outcome:?}");
     });
 }
+
+#[test]
+fn a_use_cut_short_by_a_crash_runs_again_once_and_edits_its_answer() {
+    let rig = Rig::new();
+    run(Duration::from_secs(40), |ex| async move {
+        let first = rig.start(&ex, rig.config(), tunables()).await;
+        rig.session_ready(T).await;
+        registered(&rig).await;
+        let (dm, code) = stranger_code(&rig).await;
+        let used = rig
+            .sim
+            .use_command(OWNER, "owner", "approve", &[("code", &code)])
+            .unwrap();
+        answer(&rig, used.interaction_id).await;
+        rig.message_containing(dm, "You have been approved", T).await;
+        first.stop().await;
+
+        // As if the process died after the work and the answer but before
+        // the record: no interaction on record, and a resume from before it.
+        let mut runtime = rig.json("runtime.json").unwrap();
+        runtime.as_object_mut().unwrap().remove("interactions");
+        std::fs::write(rig.path("runtime.json"), runtime.to_string()).unwrap();
+        let mut session = rig.json("session.json").unwrap();
+        session["session"]["seq"] = 1.into();
+        std::fs::write(rig.path("session.json"), session.to_string()).unwrap();
+
+        let second = rig.start(&ex, rig.config(), tunables()).await;
+        // It runs again: the first answer is there (40060), so it is edited.
+        wait_until("the answer edited again", T, || {
+            rig.sim
+                .interaction_answer(used.interaction_id)
+                .filter(|a| a.edits == 2)
+        })
+        .await;
+        let answer = rig.sim.interaction_answer(used.interaction_id).unwrap();
+        assert_eq!(answer.refused_callbacks, 1, "{answer:?}");
+        // Approved once, told once; the owner's DM got nothing extra.
+        assert!(access(&rig).allowed_user_ids.contains(&Snowflake::new(STRANGER)));
+        let told = rig.sim.messages_in(dm);
+        let approvals = told
+            .iter()
+            .filter(|m| m.content.contains("You have been approved"))
+            .count();
+        assert_eq!(approvals, 1);
+        assert!(rig.sim.messages_in(used.channel_id).is_empty());
+        second.stop().await;
+    });
+}
+
+#[test]
+fn an_answer_past_the_deadline_goes_to_the_dm() {
+    let rig = Rig::new();
+    run(Duration::from_secs(40), |ex| async move {
+        let bridge = rig.start(&ex, rig.config(), tunables()).await;
+        rig.session_ready(T).await;
+        registered(&rig).await;
+        // Discord has given up on every interaction at once.
+        rig.sim
+            .set_interaction_deadlines(Duration::ZERO, Duration::from_secs(900));
+        let used = rig.sim.use_command(OWNER, "owner", "status", &[]).unwrap();
+        let sent = rig
+            .message_containing(used.channel_id, "gateway: connected", T)
+            .await;
+        assert!(rig.sim.interaction_answered_late(used.interaction_id));
+        assert!(rig.sim.interaction_answer(used.interaction_id).is_none());
+        assert!(sent.content.starts_with("smolcord (pid"), "{}", sent.content);
+        bridge.stop().await;
+    });
+}
