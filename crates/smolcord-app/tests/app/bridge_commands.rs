@@ -350,7 +350,8 @@ fn a_use_cut_short_by_a_crash_runs_again_once_and_edits_its_answer() {
             .use_command(OWNER, "owner", "approve", &[("code", &code)])
             .unwrap();
         answer(&rig, used.interaction_id).await;
-        rig.message_containing(dm, "You have been approved", T).await;
+        rig.message_containing(dm, "You have been approved", T)
+            .await;
         first.stop().await;
 
         // As if the process died after the work and the answer but before
@@ -373,7 +374,9 @@ fn a_use_cut_short_by_a_crash_runs_again_once_and_edits_its_answer() {
         let answer = rig.sim.interaction_answer(used.interaction_id).unwrap();
         assert_eq!(answer.refused_callbacks, 1, "{answer:?}");
         // Approved once, told once; the owner's DM got nothing extra.
-        assert!(access(&rig).allowed_user_ids.contains(&Snowflake::new(STRANGER)));
+        assert!(access(&rig)
+            .allowed_user_ids
+            .contains(&Snowflake::new(STRANGER)));
         let told = rig.sim.messages_in(dm);
         let approvals = told
             .iter()
@@ -401,7 +404,11 @@ fn an_answer_past_the_deadline_goes_to_the_dm() {
             .await;
         assert!(rig.sim.interaction_answered_late(used.interaction_id));
         assert!(rig.sim.interaction_answer(used.interaction_id).is_none());
-        assert!(sent.content.starts_with("smolcord (pid"), "{}", sent.content);
+        assert!(
+            sent.content.starts_with("smolcord (pid"),
+            "{}",
+            sent.content
+        );
         bridge.stop().await;
     });
 }

@@ -69,9 +69,9 @@ pub struct RuntimeState {
     pub interactions: BTreeSet<Snowflake>,
 }
 
-/// Interactions remembered as handled in `runtime.json` (an id each): one
-/// older than the newest 256 is older than its 15-minute token too, and
-/// the bridge drops those unread.
+/// The owner's commands remembered as handled in `runtime.json` (an id
+/// each): forgetting one still replayable would take 256 more within its
+/// token's 15 minutes (strangers' refused uses are not recorded).
 pub const INTERACTIONS_KEPT: usize = 256;
 
 /// Threads remembered in `runtime.json` (a few dozen bytes each).

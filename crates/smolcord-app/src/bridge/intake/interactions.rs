@@ -5,9 +5,10 @@
 //! `!restart` does.
 //!
 //! Exactly once across crashes, as replies are:
-//! - every interaction handled is recorded in `runtime.json` (the newest
-//!   256), and a replay of one (a resume, a restart's resume) is skipped;
-//!   one being handled in this run is skipped too;
+//! - every owner's command handled is recorded in `runtime.json` (the
+//!   newest 256), and a replay of one (a resume, a restart's resume) is
+//!   skipped; one being handled in this run is skipped too; refusals are
+//!   not recorded (a replay is refused again, which changes nothing);
 //! - `/restart` is recorded, and the record waited for, *before* the
 //!   restart marker and the exit (as `!restart`): a replay never restarts
 //!   twice;
@@ -91,7 +92,6 @@ impl Interactions {
                 "command interaction {id} is {} s old, past its token's 15 minutes: not acted on",
                 age / 1000
             );
-            mark_handled(ctx, id).await;
             return None;
         }
         if self.in_flight.borrow().len() >= MAX_IN_FLIGHT {
@@ -112,13 +112,15 @@ impl Interactions {
                     "a command from {who:?}, not the owner's or not usable, refused: {text}"
                 );
                 ctx.counters.bump(Counter::Refused);
+                // Not recorded: a replay is refused again (one request at
+                // most: the first answer stands, 40060), and a crowd of
+                // strangers cannot push the owner's uses off the record.
                 self.spawn(
                     ctx,
                     interaction,
                     "bridge-command-refusal",
                     move |ctx, interaction| async move {
                         answer::answer_now(&ctx, &interaction, &text).await;
-                        mark_handled(&ctx, interaction.id).await;
                     },
                 );
                 return None;
