@@ -12,7 +12,7 @@ use crate::support;
 use smolcord::protocol::Snowflake;
 use smolcord_app::bridge::access::pairing::PairingFile;
 use smolcord_app::bridge::{AccessFile, BridgeOutcome};
-use smolcord_sim::{InteractionAnswer, SimEvent};
+use smolcord_sim::{InteractionAnswer, RestFault, RestFaultKind, SimEvent};
 use std::time::Duration;
 use support::bridge::*;
 use support::wait::*;
@@ -410,5 +410,47 @@ fn an_answer_past_the_deadline_goes_to_the_dm() {
             sent.content
         );
         bridge.stop().await;
+    });
+}
+
+#[test]
+fn registration_is_retried_in_the_background_and_a_refusal_is_not() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let puts = || {
+            rig.sim
+                .rest_requests()
+                .iter()
+                .filter(|r| r.method == "PUT" && r.path.contains("/commands"))
+                .count()
+        };
+        let fault = |kind, count| RestFault {
+            kind,
+            count,
+            path_prefix: Some("PUT /api/v10/applications".into()),
+        };
+        // Every try of the first call fails (the REST client's 3).
+        rig.sim
+            .rest_fault(fault(RestFaultKind::ServerError(503), 3));
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(echo_agent(&calls));
+        let bridge = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        // Meanwhile the bridge answers: the registration waits for nobody.
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "still there?");
+        rig.message_containing(dm, "still there?", T).await;
+        registered(&rig).await;
+        assert_eq!(puts(), 4, "three failed tries, then one after the wait");
+        bridge.stop().await;
+
+        // A refusal (403: the invite lacks applications.commands) is
+        // logged once and not tried again.
+        rig.sim.rest_fault(fault(RestFaultKind::Forbidden, 1));
+        let again = rig.start(&ex, config, tunables()).await;
+        wait_until("the refused overwrite", T, || (puts() == 5).then_some(())).await;
+        smol::Timer::after(Duration::from_secs(3)).await;
+        assert_eq!(puts(), 5, "a refusal was tried again");
+        again.stop().await;
     });
 }
