@@ -188,6 +188,7 @@ build_image() {
 control=
 gateway_url=
 api_base=
+token=
 
 start_sim() {
     local out=$work/sim.out
@@ -198,6 +199,8 @@ start_sim() {
     gateway_url=$(grep -o 'ws://[^ ]*' "$out" | head -1)
     api_base=$(grep -o 'http://[^ ]*/api/v10' "$out" | head -1)
     control=$(grep -o 'http://[^ ]*/control' "$out" | head -1)
+    # The simulator takes only tokens shaped like Discord's, and prints its own.
+    token=$(awk '$1 == "token" { print $2; exit }' "$out")
     log "simulator: gateway $gateway_url (heartbeat interval $HEARTBEAT_MS ms)"
 }
 
@@ -226,7 +229,7 @@ run_container() {
     # Without systemd, podman logs that it cannot add the health-check
     # timer (health checks then run only when asked): kept out of the way.
     "$engine" run -d --name "$1" --network host "${HARDENED[@]}" \
-        -e DISCORD_TOKEN=smolcord-sim-token \
+        -e DISCORD_TOKEN="$token" \
         -e SMOLCORD_GATEWAY_URL="$gateway_url" -e SMOLCORD_API_BASE="$api_base" \
         -e SMOLCORD_CONFIG=/config.json -v "$work/config.json:/config.json:ro" \
         -v "$volume:/state" "$IMAGE" >/dev/null 2>>"$work/engine.err" \

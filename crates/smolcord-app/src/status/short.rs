@@ -2,11 +2,8 @@
 //! facts `smolcord status` starts with (healthy or not, the gateway, the
 //! heartbeat) and the bridge's main counters, within one Discord message.
 
-use super::render::Summary;
 use super::StatusSnapshot;
-use crate::bridge::CountersSnapshot;
 use crate::chart;
-use serde::Deserialize;
 use std::fmt::Write;
 
 /// `snapshot` at `now_ms`, with `pending_codes` pairing codes waiting for
@@ -39,7 +36,7 @@ pub fn short(snapshot: &StatusSnapshot, now_ms: u64, pending_codes: usize) -> St
         snapshot.resumes,
         ago(snapshot.last_ready_unix_ms)
     );
-    let life = Summary::of(&snapshot.heartbeat["lifetime"]);
+    let life = &snapshot.heartbeat.lifetime;
     let _ = writeln!(
         out,
         "heartbeat: last ACK {}; {} sent, {} acked, {} zombies, worst {}",
@@ -51,7 +48,7 @@ pub fn short(snapshot: &StatusSnapshot, now_ms: u64, pending_codes: usize) -> St
             .max_ms
             .map_or("-".to_owned(), |ms| format!("{ms:.0} ms late"))
     );
-    let counters = CountersSnapshot::deserialize(&snapshot.bridge).unwrap_or_default();
+    let counters = snapshot.bridge.unwrap_or_default();
     let _ = write!(
         out,
         "bridge: {} messages handled, {} replies delivered, {} undelivered, {} refused, {} failures; {pending_codes} pairing code(s) waiting{}",
@@ -78,7 +75,11 @@ mod tests {
             sessions_started: 1,
             last_ack_unix_ms: Some(9_000),
             heartbeat_interval_ms: Some(41_250),
-            bridge: serde_json::json!({"messages_handled": 3, "replies_delivered": 3}),
+            bridge: Some(crate::bridge::CountersSnapshot {
+                messages_handled: 3,
+                replies_delivered: 3,
+                ..Default::default()
+            }),
             ..StatusSnapshot::default()
         };
         let text = short(&snapshot, 10_000, 2);

@@ -79,7 +79,7 @@ impl Interactions {
         statuses: impl FnOnce() -> StatusSnapshot,
     ) -> Option<RestartAsked> {
         let id = interaction.id;
-        if ctx.runtime.borrow().interaction_handled(id) || self.in_flight.borrow().contains(&id) {
+        if ctx.runtime.interaction_handled(id) || self.in_flight.borrow().contains(&id) {
             ctx.counters.bump(Counter::ReplaysSkipped);
             log::info!("command interaction {id} was handled already; skipping its replay");
             return None;
@@ -100,7 +100,7 @@ impl Interactions {
             );
             return None;
         }
-        let owner = ctx.access.borrow().owner();
+        let owner = ctx.access.owner();
         let command = match owner_command::judge(&interaction, owner) {
             Verdict::Ignore(why) => {
                 log::debug!("interaction {id} ignored: {why}");
@@ -134,7 +134,7 @@ impl Interactions {
                 Some(RestartAsked)
             }
             OwnerCommand::Status => {
-                let pending = ctx.pairing.borrow().live_codes(now_unix_ms());
+                let pending = ctx.access.live_codes();
                 let text = status::short::short(&statuses(), now_unix_ms(), pending);
                 self.spawn(
                     ctx,
@@ -151,7 +151,11 @@ impl Interactions {
                 // Held below this interaction until it is on record: a
                 // crash before that resumes from before it, and it runs
                 // again (idempotent) instead of being lost.
-                let ticket = ctx.floor.borrow_mut().begin(shard, seq);
+                let (ticket, job) = ctx.floor.begin_message(
+                    shard,
+                    seq,
+                    format!("command interaction {}", interaction.id),
+                );
                 self.spawn(
                     ctx,
                     interaction,
@@ -174,7 +178,8 @@ impl Interactions {
                         }
                         answer::finish(&ctx, &interaction, acked, &done.text).await;
                         mark_handled(&ctx, interaction.id).await;
-                        ctx.floor.borrow_mut().end(ticket);
+                        ctx.floor.end(ticket);
+                        drop(job);
                     },
                 );
                 None
@@ -192,7 +197,7 @@ impl Interactions {
         let id = interaction.id;
         self.in_flight.borrow_mut().insert(id);
         let in_flight = InFlight(self.in_flight.clone(), id);
-        let guard = ctx.inflight.begin(format!("command interaction {id}"));
+        let guard = ctx.floor.begin_job(format!("command interaction {id}"));
         let task = work(ctx.clone(), interaction);
         ctx.spawn(name, async move {
             let _guards = (guard, in_flight);
@@ -203,19 +208,14 @@ impl Interactions {
 
 /// Records the interaction as handled and waits until that is on disk.
 async fn mark_handled(ctx: &Ctx, id: Snowflake) {
-    {
-        let mut runtime = ctx.runtime.borrow_mut();
-        runtime.mark_interaction(id);
-        ctx.runtime_writer.set(&*runtime);
-    }
-    ctx.runtime_writer.flush().await;
+    ctx.runtime.record_interaction(id).await;
 }
 
 /// `/restart`: answered at once (the answer does not depend on the disk),
 /// recorded before the marker, then the loop ends; "Back online" follows
 /// in the DM after the restart, as for `!restart`.
 async fn restart(ctx: &Rc<Ctx>, interaction: &Interaction) {
-    let guard = ctx.inflight.begin("restart acknowledgement".into());
+    let guard = ctx.floor.begin_job("restart acknowledgement".into());
     let (task_ctx, answered) = (ctx.clone(), interaction.clone());
     ctx.spawn("bridge-command-restart-ack", async move {
         let _guard = guard;

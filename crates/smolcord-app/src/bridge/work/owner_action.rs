@@ -4,8 +4,8 @@
 //! allowed change nothing and say so), which is what lets a use replayed
 //! after a crash run again without acting twice (docs/commands.md).
 
-use crate::bridge::access::book::{self, Role};
-use crate::bridge::access::pairing::{self, approve_code, PairError};
+use crate::bridge::access::book::Role;
+use crate::bridge::access::pairing::{approve_code, PairError};
 use crate::bridge::ctx::Ctx;
 use crate::status::now_unix_ms;
 use smolcord::protocol::Snowflake;
@@ -41,7 +41,7 @@ pub(crate) async fn approve(ctx: &Ctx, code: &str) -> Done {
                 "the owner approved pairing code {code} (user {})",
                 approval.user_id
             );
-            ctx.reread_access().await;
+            ctx.access.reread().await;
             Done {
                 text: format!(
                     "Approved: user {} may now talk to the agent, and has been told.",
@@ -61,38 +61,29 @@ pub(crate) async fn approve(ctx: &Ctx, code: &str) -> Done {
 /// `/deny CODE`: the code is dropped; its user stays a stranger (and is
 /// not told: a stranger learns nothing about the bot).
 pub(crate) async fn deny(ctx: &Ctx, code: &str) -> Done {
-    let (user, file) = {
-        let mut book = ctx.pairing.borrow_mut();
-        let user = book
-            .file
-            .codes
-            .iter()
-            .find(|c| c.code == code)
-            .map(|c| c.user_id);
-        book.file.codes.retain(|c| c.code != code);
-        (user, book.file.clone())
-    };
-    let Some(user) = user else {
-        return Done::said(format!(
+    match ctx.access.deny_code(code).await {
+        Ok(Some(user)) => {
+            log::info!("the owner denied pairing code {code} (user {user})");
+            Done::said(format!(
+                "Denied: code `{code}` is gone; user {user} stays unapproved."
+            ))
+        }
+        Ok(None) => Done::said(format!(
             "No pending pairing code `{code}`; nothing to deny."
-        ));
-    };
-    if let Err(e) = pairing::save(&ctx.state_dir, &file).await {
-        log::warn!("/deny: saving the pairing book: {e}");
-        return Done::said(format!(
-            "Code `{code}` is dropped for now, but saving it failed ({e}): a restart may bring it back."
-        ));
+        )),
+        Err(e) => {
+            log::warn!("/deny: saving the pairing book: {e}");
+            Done::said(format!(
+                "Code `{code}` is dropped for now, but saving that failed ({e}): a restart may bring it back."
+            ))
+        }
     }
-    log::info!("the owner denied pairing code {code} (user {user})");
-    Done::said(format!(
-        "Denied: code `{code}` is gone; user {user} stays unapproved."
-    ))
 }
 
 /// `/revoke USER`: off `access.json`'s allowed list.
 pub(crate) async fn revoke(ctx: &Ctx, user: Snowflake) -> Done {
-    ctx.reread_access().await;
-    if ctx.access.borrow().role(user) == Role::Owner {
+    ctx.access.reread().await;
+    if ctx.access.role(user) == Role::Owner {
         return Done::said("The owner cannot be revoked.");
     }
     let in_config = ctx
@@ -105,18 +96,15 @@ pub(crate) async fn revoke(ctx: &Ctx, user: Snowflake) -> Done {
             "User {user} is allowed by the config (`allowed_user_ids`): remove them there and restart."
         ));
     }
-    let mut file = match book::load_for_update(&ctx.state_dir).await {
-        Ok(file) => file,
-        Err(detail) => return Done::said(format!("Access state could not be read: {detail}")),
-    };
-    if !file.allowed_user_ids.remove(&user) {
-        return Done::said(format!("User {user} was not allowed; nothing to do."));
+    match ctx.access.revoke(user).await {
+        Ok(true) => {
+            log::info!("the owner revoked user {user}");
+            Done::said(format!("Revoked: user {user} no longer reaches the agent."))
+        }
+        Ok(false) => Done::said(format!("User {user} was not allowed; nothing to do.")),
+        Err(detail) => {
+            log::warn!("/revoke: {detail}");
+            Done::said(format!("The revocation could not be saved: {detail}"))
+        }
     }
-    if let Err(e) = book::save(&ctx.state_dir, &file).await {
-        log::warn!("/revoke: {e}");
-        return Done::said(format!("The revocation could not be saved: {e}"));
-    }
-    ctx.reread_access().await;
-    log::info!("the owner revoked user {user}");
-    Done::said(format!("Revoked: user {user} no longer reaches the agent."))
 }
