@@ -127,7 +127,7 @@ impl Interactions {
             }
             Verdict::Run(command) => command,
         };
-        log::info!("the owner's command {command:?} (interaction {id})");
+        log::info!("the owner's {} (interaction {id})", command.name());
         match command {
             OwnerCommand::Restart => {
                 restart(ctx, &interaction).await;

@@ -37,8 +37,10 @@ pub(crate) async fn approve(ctx: &Ctx, code: &str) -> Done {
             approval.user_id
         )),
         Ok(approval) => {
+            // Not the code: a live code in a log is one more place it
+            // could be read from.
             log::info!(
-                "the owner approved pairing code {code} (user {})",
+                "the owner approved user {}'s pairing code",
                 approval.user_id
             );
             ctx.access.reread().await;
@@ -63,7 +65,7 @@ pub(crate) async fn approve(ctx: &Ctx, code: &str) -> Done {
 pub(crate) async fn deny(ctx: &Ctx, code: &str) -> Done {
     match ctx.access.deny_code(code).await {
         Ok(Some(user)) => {
-            log::info!("the owner denied pairing code {code} (user {user})");
+            log::info!("the owner denied user {user}'s pairing code");
             Done::said(format!(
                 "Denied: code `{code}` is gone; user {user} stays unapproved."
             ))

@@ -38,6 +38,18 @@ pub(crate) enum OwnerCommand {
 }
 
 impl OwnerCommand {
+    /// Its name, for the log (options left out: a pairing code is not
+    /// logged).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OwnerCommand::Approve(_) => "/approve",
+            OwnerCommand::Deny(_) => "/deny",
+            OwnerCommand::Revoke(_) => "/revoke",
+            OwnerCommand::Status => "/status",
+            OwnerCommand::Restart => "/restart",
+        }
+    }
+
     /// Whether the answer waits for work that may outlast Discord's 3 s
     /// (disk writes on the blocking pool): answered "thinking…" at once,
     /// the text follows as an edit.
