@@ -111,7 +111,11 @@ impl Interactions {
                 log::info!(
                     "a command from {who:?}, not the owner's or not usable, refused: {text}"
                 );
-                ctx.counters.bump(Counter::Refused);
+                // Counted as refused when someone else tried (the owner's
+                // own mistyped option is no refusal of a person).
+                if who.is_none() || who != owner {
+                    ctx.counters.bump(Counter::Refused);
+                }
                 // Not recorded: a replay is refused again (one request at
                 // most: the first answer stands, 40060), and a crowd of
                 // strangers cannot push the owner's uses off the record.
