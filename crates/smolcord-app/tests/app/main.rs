@@ -42,6 +42,8 @@ mod bridge_shards;
 #[cfg(feature = "sim")]
 mod bridge_state;
 #[cfg(feature = "sim")]
+mod bridge_streaming;
+#[cfg(feature = "sim")]
 mod bridge_threads;
 #[cfg(feature = "sim")]
 mod cli_hostile;

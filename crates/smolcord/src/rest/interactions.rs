@@ -13,10 +13,10 @@
 //! ```no_run
 //! # smol::block_on(async {
 //! use smolcord::protocol::Snowflake;
-//! use smolcord::rest::{CommandSpec, OptionSpec, RestClient};
+//! use smolcord::rest::{ApplicationCommand, CommandOption, RestClient};
 //! # let rest = RestClient::new("http://127.0.0.1:1/api/v10", smolcord::token::Token::new("t").unwrap());
-//! let approve = CommandSpec::new("approve", "Approve a pairing code")
-//!     .option(OptionSpec::string("code", "The code the user was given", 32))
+//! let approve = ApplicationCommand::new("approve", "Approve a pairing code")
+//!     .option(CommandOption::string("code", "The code the user was given", 32))
 //!     .only_in_bot_dm();
 //! rest.set_global_commands(Snowflake::new(1), &[approve]).await?;
 //! # Ok::<(), smolcord::rest::RestError>(())
@@ -41,24 +41,24 @@ pub const OPTION_STRING: u8 = 3;
 /// A slash command to register (type 1, CHAT_INPUT).
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CommandSpec {
+pub struct ApplicationCommand {
     /// 1–32 lower-case characters (Discord's rule).
     pub name: String,
     /// 1–100 characters.
     pub description: String,
     /// Its options, required ones first (Discord's rule).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<OptionSpec>,
+    pub options: Vec<CommandOption>,
     /// Where it can be used (0 guild, 1 the bot's DM, 2 private
     /// channels); `None` leaves Discord's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contexts: Option<Vec<u8>>,
 }
 
-impl CommandSpec {
+impl ApplicationCommand {
     /// A command without options, usable where Discord's default allows.
-    pub fn new(name: &str, description: &str) -> CommandSpec {
-        CommandSpec {
+    pub fn new(name: &str, description: &str) -> ApplicationCommand {
+        ApplicationCommand {
             name: name.to_owned(),
             description: description.to_owned(),
             options: Vec::new(),
@@ -67,23 +67,23 @@ impl CommandSpec {
     }
 
     /// The same, with one more option.
-    pub fn option(mut self, option: OptionSpec) -> CommandSpec {
+    pub fn option(mut self, option: CommandOption) -> ApplicationCommand {
         self.options.push(option);
         self
     }
 
     /// The same, usable only in a DM with the bot (`contexts: [1]`): not
     /// offered to anyone in a server.
-    pub fn only_in_bot_dm(mut self) -> CommandSpec {
+    pub fn only_in_bot_dm(mut self) -> ApplicationCommand {
         self.contexts = Some(vec![CONTEXT_BOT_DM]);
         self
     }
 }
 
-/// An option of a [`CommandSpec`].
+/// An option of a [`ApplicationCommand`].
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OptionSpec {
+pub struct CommandOption {
     /// Option type ([`OPTION_STRING`], …).
     #[serde(rename = "type")]
     pub kind: u8,
@@ -98,10 +98,10 @@ pub struct OptionSpec {
     pub max_length: Option<u16>,
 }
 
-impl OptionSpec {
+impl CommandOption {
     /// A required string option of at most `max_length` characters.
-    pub fn string(name: &str, description: &str, max_length: u16) -> OptionSpec {
-        OptionSpec {
+    pub fn string(name: &str, description: &str, max_length: u16) -> CommandOption {
+        CommandOption {
             kind: OPTION_STRING,
             name: name.to_owned(),
             description: description.to_owned(),
@@ -166,7 +166,7 @@ impl RestClient {
     pub async fn set_global_commands(
         &self,
         application_id: Snowflake,
-        commands: &[CommandSpec],
+        commands: &[ApplicationCommand],
     ) -> Result<Vec<RegisteredCommand>, RestError> {
         let route = Route::SetGlobalCommands { application_id };
         let body = serde_json::to_value(commands).map_err(|e| RestError::InvalidInput {
@@ -223,8 +223,8 @@ mod tests {
 
     #[test]
     fn a_command_serializes_as_discord_documents_it() {
-        let spec = CommandSpec::new("approve", "Approve a code")
-            .option(OptionSpec::string("code", "The code", 32))
+        let spec = ApplicationCommand::new("approve", "Approve a code")
+            .option(CommandOption::string("code", "The code", 32))
             .only_in_bot_dm();
         assert_eq!(
             serde_json::to_value([spec]).unwrap(),
@@ -233,7 +233,7 @@ mod tests {
                                  "required": true, "max_length": 32}]}])
         );
         assert_eq!(
-            serde_json::to_value([CommandSpec::new("status", "Status")]).unwrap(),
+            serde_json::to_value([ApplicationCommand::new("status", "Status")]).unwrap(),
             json!([{"name": "status", "description": "Status"}])
         );
     }

@@ -68,7 +68,8 @@ pub use draft::MessageDraft;
 pub use emoji::{Emoji, EMOJI_MAX_BYTES};
 pub use error::RestError;
 pub use interactions::{
-    CommandSpec, InteractionResponse, OptionSpec, RegisteredCommand, CONTEXT_BOT_DM, OPTION_STRING,
+    ApplicationCommand, CommandOption, InteractionResponse, RegisteredCommand, CONTEXT_BOT_DM,
+    OPTION_STRING,
 };
 pub use multipart::{FileSource, Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 pub use nonce::{Nonce, NONCE_MAX_CHARS};

@@ -7,6 +7,7 @@ pub(crate) mod context;
 pub(crate) mod files_in;
 pub(crate) mod owner_action;
 pub(crate) mod owner_command;
+pub(crate) mod stream_preview;
 pub(crate) mod thread;
 pub(crate) mod transcribe;
 pub(crate) mod verdict;

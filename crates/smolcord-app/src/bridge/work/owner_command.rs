@@ -14,7 +14,7 @@
 
 use crate::bridge::access::pairing::normalize;
 use smolcord::protocol::{Interaction, Snowflake, INTERACTION_APPLICATION_COMMAND};
-use smolcord::rest::{CommandSpec, OptionSpec};
+use smolcord::rest::{ApplicationCommand, CommandOption};
 
 /// The longest pairing code taken (codes are 8; spaces and dashes a user
 /// typed around them are dropped first).
@@ -75,28 +75,28 @@ pub(crate) enum Verdict {
 /// The commands registered at start, usable only in a DM with the bot
 /// (`contexts: [1]`): the owner talks to the bot there, and nobody in a
 /// server is offered them.
-pub(crate) fn specs() -> Vec<CommandSpec> {
-    let code = |what: &str| OptionSpec::string("code", what, CODE_MAX_CHARS);
+pub(crate) fn specs() -> Vec<ApplicationCommand> {
+    let code = |what: &str| CommandOption::string("code", what, CODE_MAX_CHARS);
     vec![
-        CommandSpec::new(
+        ApplicationCommand::new(
             "approve",
             "Approve a pairing code (as `smolcord pair CODE`)",
         )
         .option(code("The code the user was given"))
         .only_in_bot_dm(),
-        CommandSpec::new("deny", "Drop a pairing code: its user is not approved")
+        ApplicationCommand::new("deny", "Drop a pairing code: its user is not approved")
             .option(code("The code the user was given"))
             .only_in_bot_dm(),
-        CommandSpec::new("revoke", "Take a user off the allowed list")
-            .option(OptionSpec::string(
+        ApplicationCommand::new("revoke", "Take a user off the allowed list")
+            .option(CommandOption::string(
                 "user",
                 "The user's id (or a mention)",
                 USER_MAX_CHARS,
             ))
             .only_in_bot_dm(),
-        CommandSpec::new("status", "The bridge's state, as `smolcord status` says it")
+        ApplicationCommand::new("status", "The bridge's state, as `smolcord status` says it")
             .only_in_bot_dm(),
-        CommandSpec::new("restart", "Restart the bridge (as `!restart`)").only_in_bot_dm(),
+        ApplicationCommand::new("restart", "Restart the bridge (as `!restart`)").only_in_bot_dm(),
     ]
 }
 
