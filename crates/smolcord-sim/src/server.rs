@@ -2,10 +2,15 @@
 //! task per TCP connection that reads HTTP requests and hands each to the
 //! gateway, REST, control or attachment side.
 
-use super::http::{HttpConn, Response};
-use super::state::Shared;
-use super::tls::SimStream;
-use super::{control, gateway, objects, queue, ratelimit_headers, rest};
+use crate::control::api as control;
+use crate::gateway::connection as gateway;
+use crate::gateway::queue;
+use crate::model::objects;
+use crate::rest::ratelimit_headers;
+use crate::rest::routes as rest;
+use crate::state::shared::Shared;
+use crate::wire::http::{HttpConn, Response};
+use crate::wire::tls::SimStream;
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
 use serde_json::json;
