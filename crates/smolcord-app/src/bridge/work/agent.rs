@@ -322,7 +322,8 @@ async fn indicate(
                 }
                 // Not cut short when the agent finishes: a cut edit could
                 // land after the reply and overwrite it.
-                stream_preview::show(ctx, &rest, (channel, id), progress, &mut shown).await;
+                let place = (channel, id, PLACEHOLDER);
+                stream_preview::show(ctx, &rest, place, progress, &mut shown).await;
                 next_preview = Some(Instant::now() + ctx.tunables.stream_interval);
             }
         }

@@ -35,13 +35,14 @@ pub(crate) fn preview(header: &str, so_far: &str) -> String {
     format!("{header}\n…{}", &so_far[start..])
 }
 
-/// Edits the placeholder to show the output so far, if there is more than
-/// `shown` (bytes already shown; updated). Failures are logged, not
-/// retried beyond the client's own tries: the reply comes anyway.
+/// Edits the placeholder (whose text is `header`) to show the output so
+/// far, if there is more than `shown` (bytes already shown; updated).
+/// Failures are logged, not retried beyond the client's own tries: the
+/// reply comes anyway.
 pub(crate) async fn show(
     ctx: &Ctx,
     rest: &RestClient,
-    (channel, placeholder): (Snowflake, Snowflake),
+    (channel, placeholder, header): (Snowflake, Snowflake, &str),
     progress: &OutputProgress,
     shown: &mut u64,
 ) {
@@ -50,7 +51,7 @@ pub(crate) async fn show(
         return;
     }
     *shown = bytes;
-    let text = preview(super::agent::PLACEHOLDER, &tail);
+    let text = preview(header, &tail);
     if let Err(e) = rest
         .edit_message(channel, placeholder, &MessageDraft::text(&text))
         .await
