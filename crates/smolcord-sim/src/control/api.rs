@@ -3,6 +3,7 @@
 //! documentation of [`crate`]. A bad request gets 400 with
 //! `{"error": "..."}` naming what is wrong.
 
+use super::fields::{bad, body, bool_field, id_field, str_field};
 use super::inject::ChannelPost;
 use crate::state::faults::{Fault, RestFault};
 use crate::state::shared::Shared;
@@ -11,52 +12,6 @@ use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
 use std::time::Duration;
-
-fn bad(message: impl Into<String>) -> Response {
-    Response::json(400, &json!({"error": message.into()}))
-}
-
-fn body(request: &Request) -> Result<Value, Response> {
-    if request.body.is_empty() {
-        return Err(bad("a JSON body is required"));
-    }
-    let value: Value = serde_json::from_slice(&request.body)
-        .map_err(|err| bad(format!("the body is not JSON: {err}")))?;
-    if value.is_object() {
-        Ok(value)
-    } else {
-        Err(bad("the body must be a JSON object"))
-    }
-}
-
-fn id_field(body: &Value, name: &str) -> Result<u64, Response> {
-    match body.get(name) {
-        None => Err(bad(format!("missing field `{name}`"))),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .ok_or_else(|| bad(format!("field `{name}` must be a Discord id"))),
-        Some(Value::String(s)) => s
-            .parse()
-            .map_err(|_| bad(format!("field `{name}` must be a Discord id"))),
-        Some(_) => Err(bad(format!("field `{name}` must be a Discord id"))),
-    }
-}
-
-fn str_field<'a>(body: &'a Value, name: &str, default: &'a str) -> Result<&'a str, Response> {
-    match body.get(name) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(bad(format!("field `{name}` must be a string"))),
-    }
-}
-
-fn bool_field(body: &Value, name: &str, default: bool) -> Result<bool, Response> {
-    match body.get(name) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(bad(format!("field `{name}` must be true or false"))),
-    }
-}
 
 /// Answers a request under `/control`.
 pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
@@ -80,7 +35,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
                 "POST /control/dm", "POST /control/guild-message",
                 "POST /control/channel-permission", "GET /control/stats",
                 "GET /control/identify", "POST /control/identify",
-                "GET /control/rest-log", "GET /control/messages?channel_id=ID"]}),
+                "GET /control/rest-log", "GET /control/messages?channel_id=ID",
+                "POST /control/command", "GET /control/interaction?id=ID"]}),
         ),
         ("POST", "/fault") => {
             let fault = Fault::from_json(&body(request)?).map_err(bad)?;
@@ -111,6 +67,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             Response::json(200, &json!(pacing))
         }
         ("POST", "/dm") => dm(shared, &body(request)?)?,
+        ("POST", "/command") => super::commands_api::use_command(shared, &body(request)?)?,
+        ("GET", "/interaction") => super::commands_api::answer(shared, request)?,
         ("POST", "/guild-message") => {
             let body = body(request)?;
             let channel = id_field(&body, "channel_id")?;
@@ -169,7 +127,9 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             | "/stats"
             | "/identify"
             | "/rest-log"
-            | "/messages",
+            | "/messages"
+            | "/command"
+            | "/interaction",
         ) => Response::json(
             405,
             &json!({"error": format!("{method} is not allowed on /control{path}")}),
