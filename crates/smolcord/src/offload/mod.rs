@@ -51,7 +51,7 @@ pub use fs::{
 pub use json::{read_json, Fallback};
 pub use leftovers::MARKER_VAR;
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
-pub use program::find_program;
+pub use program::{find_program, ProgramError};
 pub use tree::{list_files, modified, remove_tree, tree_bytes, DirFiles, TREE_DEPTH};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.
