@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use smolcord::protocol::Snowflake;
 use std::time::Duration;
 
-fn bad(message: impl Into<String>) -> Response {
+pub(crate) fn bad(message: impl Into<String>) -> Response {
     Response::json(400, &json!({"error": message.into()}))
 }
 
@@ -29,7 +29,7 @@ fn body(request: &Request) -> Result<Value, Response> {
     }
 }
 
-fn id_field(body: &Value, name: &str) -> Result<u64, Response> {
+pub(crate) fn id_field(body: &Value, name: &str) -> Result<u64, Response> {
     match body.get(name) {
         None => Err(bad(format!("missing field `{name}`"))),
         Some(Value::Number(n)) => n
@@ -42,7 +42,7 @@ fn id_field(body: &Value, name: &str) -> Result<u64, Response> {
     }
 }
 
-fn str_field<'a>(body: &'a Value, name: &str, default: &'a str) -> Result<&'a str, Response> {
+pub(crate) fn str_field<'a>(body: &'a Value, name: &str, default: &'a str) -> Result<&'a str, Response> {
     match body.get(name) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::String(s)) => Ok(s),
@@ -111,6 +111,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             Response::json(200, &json!(pacing))
         }
         ("POST", "/dm") => dm(shared, &body(request)?)?,
+        ("POST", "/dm-file") => super::cdn::dm_file(shared, &body(request)?)?,
+        ("POST", "/cdn") => super::cdn::control(shared, &body(request)?)?,
         ("POST", "/guild-message") => {
             let body = body(request)?;
             let channel = id_field(&body, "channel_id")?;

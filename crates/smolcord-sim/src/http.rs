@@ -315,6 +315,23 @@ impl HttpConn {
     ) -> Result<(), HttpError> {
         self.write_raw(&response.encode(keep_alive)).await
     }
+
+    /// [`HttpConn::write_response`] at most `bytes_per_sec` (a slow CDN):
+    /// a tenth of a second's share every [`super::cdn::PACE_TICK`].
+    pub(crate) async fn write_response_paced(
+        &mut self,
+        response: &Response,
+        keep_alive: bool,
+        bytes_per_sec: u64,
+    ) -> Result<(), HttpError> {
+        let bytes = response.encode(keep_alive);
+        let share = usize::try_from(bytes_per_sec / 10).unwrap_or(usize::MAX).max(1);
+        for slice in bytes.chunks(share) {
+            self.write_raw(slice).await?;
+            async_io::Timer::after(super::cdn::PACE_TICK).await;
+        }
+        Ok(())
+    }
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

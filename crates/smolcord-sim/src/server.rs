@@ -5,7 +5,7 @@
 use super::http::{HttpConn, Response};
 use super::state::Shared;
 use super::tls::SimStream;
-use super::{control, gateway, objects, queue, ratelimit_headers, rest};
+use super::{cdn, control, gateway, objects, queue, ratelimit_headers, rest};
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
 use serde_json::json;
@@ -134,7 +134,15 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
         } else if path == "/control" || path.starts_with("/control/") {
             control::handle(&shared, &request)
         } else if path.starts_with("/attachments/") {
-            rest::attachment(&shared, &request)
+            let (response, pace) = cdn::attachment(&shared, &request);
+            if let Some(bytes_per_sec) = pace {
+                let paced = conn.write_response_paced(&response, keep_alive, bytes_per_sec);
+                if paced.await.is_err() || !keep_alive {
+                    return;
+                }
+                continue;
+            }
+            response
         } else if path == queue::PATH {
             queue::handle(&shared, &request).await
         } else if path == "/" || path == "/resume" {
