@@ -236,3 +236,74 @@ fn an_attachment_url_off_discords_cdn_is_not_fetched() {
         bridge.stop().await;
     });
 }
+
+/// A plain HTTP server on another port of 127.0.0.1 (another origin) that
+/// answers every request with a file and counts the connections it got.
+fn foreign_host() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nstolen",
+            );
+        }
+    });
+    (origin, asked)
+}
+
+#[test]
+fn a_cdn_redirect_off_discords_cdn_is_not_followed_and_said_once() {
+    let rig = Rig::new();
+    let save = tempfile::tempdir().unwrap();
+    let (foreign, asked) = foreign_host();
+    run(Duration::from_secs(40), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(saving_agent(save.path()));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        // The attachment is on the CDN (the simulator's host); the CDN
+        // sends the download elsewhere.
+        rig.sim.cdn_fault(smolcord_sim::CdnFault::Redirect {
+            to: format!("{foreign}/latest/meta-data"),
+            count: 1,
+        });
+        let files = vec![SimFile::new("notes.txt", "text/plain", "mine")];
+        let (message, channel) = rig.sim.send_dm_with_files(ALICE, "alice", "look", files);
+        let reply = rig.message_containing(channel, "got ", T).await;
+        assert_eq!(reply.content.trim(), "got 0", "the agent still runs");
+        let why = format!("the CDN redirected it off Discord's CDN (to {foreign})");
+        let task = task(save.path());
+        assert_eq!(task["attachments"][0]["left_out"], why.as_str());
+        assert!(task["attachments"][0].get("path").is_none());
+        rig.message_containing(channel, &format!("notes.txt ({why})"), T)
+            .await;
+        let notices = rig
+            .sim
+            .messages_in(channel)
+            .into_iter()
+            .filter(|m| m.content.contains("not passed on"))
+            .count();
+        assert_eq!(notices, 1, "the user is told once");
+        assert_eq!(
+            asked.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the foreign host was asked"
+        );
+        let dir = rig.path(&format!("files/{message}"));
+        wait_until("the task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
+        bridge.stop().await;
+    });
+}
