@@ -109,6 +109,10 @@ pub struct SimConfig {
     /// plain `ws://` and `http://`; every URL the simulator hands out
     /// follows.
     pub tls: Option<SimTls>,
+    /// The most one uploaded file may be: Discord's default
+    /// [`DEFAULT_UPLOAD_LIMIT`](super::DEFAULT_UPLOAD_LIMIT), 20 MiB (a
+    /// server's boost tier raises it). Over it: 413 40005.
+    pub upload_limit: usize,
 }
 
 /// The `session_start_limit` object of `GET /gateway/bot`.
@@ -228,6 +232,7 @@ impl Default for SimConfig {
             guild_members: 0,
             all_members_window: Duration::from_secs(30),
             tls: None,
+            upload_limit: super::DEFAULT_UPLOAD_LIMIT,
         }
     }
 }

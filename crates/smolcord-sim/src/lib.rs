@@ -124,6 +124,7 @@
 //! | custom emoji (`name:id`) in a reaction | 400 10014 Unknown Emoji: the simulator has none; any other emoji is taken as Unicode | a server's emoji list is not modelled (`reactions.rs`) |
 //! | a user's reply pings whom it answers | that author in `mentions` unless the post says `ping_replied: false` | Discord's client default |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
+//! | files of a message create or edit: "the file upload size limit applies to each file in a request", 20 MiB by default (since 2026-09-04; 10 MiB before); 30015 "Maximum number of attachments in a message reached (10)"; 40005 "Request entity too large" | a file over [`SimConfig::upload_limit`] (20 MiB), or a request over 25 MiB in all: 413 40005; 11 files or more: 400 30015 (`upload_limits.rs`) | the docs name no request total since 2024 (before: 25 MiB "applies to all files in a request"); 30015, not 50035, because it is the documented code and what Discord answered for 11 files |
 //! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
 //!
 //! # Control API
@@ -207,6 +208,7 @@ mod sim_error;
 mod state;
 mod stats;
 mod threads;
+mod upload_limits;
 mod tls;
 mod zlib;
 mod zstd;
@@ -222,6 +224,7 @@ pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use sim_error::SimError;
+pub use upload_limits::{DEFAULT_UPLOAD_LIMIT, MAX_ATTACHMENTS, MAX_REQUEST_BYTES};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use tls::SimTls;
 pub use zlib::SYNC_FLUSH_SUFFIX;

@@ -98,8 +98,11 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
             Err(err) => {
                 log::debug!("sim: bad HTTP request: {err}");
                 if let Some(status) = err.status {
-                    let response =
-                        Response::json(status, &json!({"message": err.message, "code": 0}));
+                    // A body over the cap is Discord's 413 40005.
+                    let response = match status {
+                        413 => super::upload_limits::too_large(),
+                        _ => Response::json(status, &json!({"message": err.message, "code": 0})),
+                    };
                     let _ = conn.write_response(&response, false).await;
                 }
                 return;

@@ -1,10 +1,10 @@
-//! The CDN misbehaving on request (a redirect, a bandwidth) and generated
-//! attachments.
+//! The CDN misbehaving on request (a redirect, a bandwidth), generated
+//! attachments, and Discord's upload limits on a message's files.
 
 use crate::support;
 
 use serde_json::json;
-use smolcord_sim::{generated_bytes, CdnFault};
+use smolcord_sim::{generated_bytes, CdnFault, SimConfig, DEFAULT_UPLOAD_LIMIT};
 use std::time::{Duration, Instant};
 use support::sim_client::*;
 
@@ -85,4 +85,58 @@ fn generated_attachments_redirects_and_a_slow_cdn() {
             String::from_utf8_lossy(&reply.body)
         );
     });
+}
+
+/// A multipart create with `files` of the given sizes, sent raw.
+async fn upload(sim: &smolcord_sim::Simulator, channel: u64, sizes: &[usize]) -> Reply {
+    let boundary = "XyZ";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"payload_json\"\r\n\r\n{{\"content\":\"x\"}}\r\n"
+    )
+    .into_bytes();
+    for (n, size) in sizes.iter().enumerate() {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"files[{n}]\"; filename=\"f{n}.bin\"\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend(std::iter::repeat_n(b'a', *size));
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let mut conn = Http::connect(sim).await;
+    let head = format!(
+        "POST /api/v10/channels/{channel}/messages HTTP/1.1\r\nAuthorization: Bot {}\r\n\
+         Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {}\r\n\r\n",
+        smolcord_sim::DEFAULT_SIM_TOKEN,
+        body.len()
+    );
+    conn.send_raw(head.as_bytes()).await;
+    conn.send_raw(&body).await;
+    conn.read_reply().await
+}
+
+#[test]
+fn too_many_files_or_bytes_are_refused_as_discord_refuses_them() {
+    run(async {
+        let sim = sim_with(SimConfig {
+            upload_limit: 1000,
+            ..SimConfig::default()
+        });
+        let channel = sim.dm_channel_of(42).get();
+        let reply = upload(&sim, channel, &[1000; 10]).await;
+        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        let reply = upload(&sim, channel, &[10; 11]).await;
+        assert_eq!(reply.status, 400);
+        assert_eq!(reply.json()["code"], 30015);
+        let reply = upload(&sim, channel, &[10, 1001]).await;
+        assert_eq!(reply.status, 413);
+        assert_eq!(reply.json()["code"], 40005);
+        assert_eq!(reply.json()["message"], "Request entity too large");
+        // Nothing refused was kept.
+        assert_eq!(sim.messages_in(sim.dm_channel_of(42)).len(), 1);
+    });
+    assert_eq!(SimConfig::default().upload_limit, DEFAULT_UPLOAD_LIMIT);
+    assert_eq!(DEFAULT_UPLOAD_LIMIT, 20 * 1024 * 1024);
 }
