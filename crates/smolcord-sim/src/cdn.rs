@@ -95,7 +95,15 @@ pub(crate) fn attachment(shared: &Shared, request: &Request) -> (Response, Optio
 /// `n` bytes of a fixed pattern (`i % 251`: no run repeats at a power of
 /// two, so a client that drops or repeats a block is caught).
 pub fn generated_bytes(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8).collect()
+    // By whole periods: 25 MiB byte by byte holds the simulator's loop
+    // (and its heartbeat ACKs) for most of a second in a debug build.
+    let period: Vec<u8> = (0..251u8).collect();
+    let mut bytes = Vec::with_capacity(n);
+    while bytes.len() < n {
+        let take = period.len().min(n - bytes.len());
+        bytes.extend_from_slice(&period[..take]);
+    }
+    bytes
 }
 
 /// `POST /control/cdn`: `{"redirect_to": URL, "count": 1}` and/or

@@ -40,6 +40,7 @@ fn generated_attachments_redirects_and_a_slow_cdn() {
         let reply = http(&sim, "GET", &path, false, None).await;
         assert_eq!(reply.status, 200);
         assert_eq!(reply.body, generated_bytes(300_000));
+        assert!(reply.body.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
 
         // A redirect, counted down, then the file again.
         let to = "http://192.0.2.1/elsewhere";
