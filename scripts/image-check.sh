@@ -41,6 +41,9 @@ HEARTBEAT_MS=${HEARTBEAT_MS:-500}
 IMAGE=${IMAGE:-localhost/smolcord:image-check}
 HARDENED=(--read-only --cap-drop ALL --security-opt no-new-privileges --memory 16m)
 OWNER_ID=424242
+# The token the simulator takes (smolcord_sim::DEFAULT_SIM_TOKEN: it
+# refuses others with 401, as Discord does).
+SIM_TOKEN=MTEwMDAwMDAwMDAwMDAwMDAwMQ.HDdKgA.c21vbGNvcmQtc2ltdWxhdG9yLW5vLXNlY3JldA
 NICE=(nice -n 10)
 # The Dockerfile's build flags, so the image checked is the one it builds.
 read -r -a CARGO_FLAGS <<<"$(sed -n 's/^ARG CARGO_FLAGS="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' Dockerfile)"
@@ -226,7 +229,7 @@ run_container() {
     # Without systemd, podman logs that it cannot add the health-check
     # timer (health checks then run only when asked): kept out of the way.
     "$engine" run -d --name "$1" --network host "${HARDENED[@]}" \
-        -e DISCORD_TOKEN=smolcord-sim-token \
+        -e DISCORD_TOKEN="$SIM_TOKEN" \
         -e SMOLCORD_GATEWAY_URL="$gateway_url" -e SMOLCORD_API_BASE="$api_base" \
         -e SMOLCORD_CONFIG=/config.json -v "$work/config.json:/config.json:ro" \
         -v "$volume:/state" "$IMAGE" >/dev/null 2>>"$work/engine.err" \
