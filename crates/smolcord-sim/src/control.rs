@@ -42,7 +42,11 @@ pub(crate) fn id_field(body: &Value, name: &str) -> Result<u64, Response> {
     }
 }
 
-pub(crate) fn str_field<'a>(body: &'a Value, name: &str, default: &'a str) -> Result<&'a str, Response> {
+pub(crate) fn str_field<'a>(
+    body: &'a Value,
+    name: &str,
+    default: &'a str,
+) -> Result<&'a str, Response> {
     match body.get(name) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::String(s)) => Ok(s),

@@ -325,7 +325,9 @@ impl HttpConn {
         bytes_per_sec: u64,
     ) -> Result<(), HttpError> {
         let bytes = response.encode(keep_alive);
-        let share = usize::try_from(bytes_per_sec / 10).unwrap_or(usize::MAX).max(1);
+        let share = usize::try_from(bytes_per_sec / 10)
+            .unwrap_or(usize::MAX)
+            .max(1);
         for slice in bytes.chunks(share) {
             self.write_raw(slice).await?;
             async_io::Timer::after(super::cdn::PACE_TICK).await;

@@ -208,8 +208,8 @@ mod sim_error;
 mod state;
 mod stats;
 mod threads;
-mod upload_limits;
 mod tls;
+mod upload_limits;
 mod zlib;
 mod zstd;
 
@@ -224,9 +224,9 @@ pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use ratelimit::RestRateLimit;
 pub use rest::{BotMessage, RestRecord};
 pub use sim_error::SimError;
-pub use upload_limits::{DEFAULT_UPLOAD_LIMIT, MAX_ATTACHMENTS, MAX_REQUEST_BYTES};
 pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use tls::SimTls;
+pub use upload_limits::{DEFAULT_UPLOAD_LIMIT, MAX_ATTACHMENTS, MAX_REQUEST_BYTES};
 pub use zlib::SYNC_FLUSH_SUFFIX;
 
 use serde_json::Value;

@@ -83,9 +83,15 @@ mod tests {
             code(check(&[DEFAULT_UPLOAD_LIMIT + 1], DEFAULT_UPLOAD_LIMIT)),
             (413, 40005)
         );
-        assert_eq!(code(check(&[13 * MIB, 13 * MIB], DEFAULT_UPLOAD_LIMIT)), (413, 40005));
+        assert_eq!(
+            code(check(&[13 * MIB, 13 * MIB], DEFAULT_UPLOAD_LIMIT)),
+            (413, 40005)
+        );
         assert_eq!(code(check(&[2 * MIB], MIB)), (413, 40005));
         // The count first: 11 files over the size too are refused for the count.
-        assert_eq!(code(check(&[30 * MIB; 11], DEFAULT_UPLOAD_LIMIT)), (400, 30015));
+        assert_eq!(
+            code(check(&[30 * MIB; 11], DEFAULT_UPLOAD_LIMIT)),
+            (400, 30015)
+        );
     }
 }

@@ -322,7 +322,13 @@ impl SmallDisk {
         }
         std::fs::create_dir_all(&dir).unwrap();
         let mounted = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
             .arg(&dir)
             .status();
         if !matches!(mounted, Ok(status) if status.success()) {
@@ -377,7 +383,9 @@ fn a_download_that_fills_the_disk_is_left_out_and_removed_and_the_bridge_goes_on
         rig.session_ready(T).await;
         let big = smolcord_sim::generated_bytes(1 << 20);
         let files = vec![SimFile::new("big.bin", "application/octet-stream", big)];
-        let (message, channel) = rig.sim.send_dm_with_files(ALICE, "alice", "keep this", files);
+        let (message, channel) = rig
+            .sim
+            .send_dm_with_files(ALICE, "alice", "keep this", files);
         let why = "it could not be written to disk (full?)";
         // Told before the agent runs; the partial file is gone by then.
         rig.message_containing(channel, &format!("big.bin ({why})"), T)
@@ -405,8 +413,14 @@ fn a_download_that_fills_the_disk_is_left_out_and_removed_and_the_bridge_goes_on
 
         // The bridge goes on: the next file fits and reaches the agent.
         let small = smolcord_sim::generated_bytes(20_000);
-        let files = vec![SimFile::new("small.bin", "application/octet-stream", small.clone())];
-        let (message, _) = rig.sim.send_dm_with_files(ALICE, "alice", "and this", files);
+        let files = vec![SimFile::new(
+            "small.bin",
+            "application/octet-stream",
+            small.clone(),
+        )];
+        let (message, _) = rig
+            .sim
+            .send_dm_with_files(ALICE, "alice", "and this", files);
         rig.message_containing(channel, "got 1", T).await;
         assert_eq!(std::fs::read(save.path().join("small.bin")).unwrap(), small);
         let dir = rig.path(&format!("files/{message}"));

@@ -244,8 +244,12 @@ fn a_file_over_the_servers_upload_limit_is_named_in_its_place_once() {
         let got = settled(&rig, channel, 2).await;
         assert_eq!(got[0].content, "two files");
         assert!(
-            got[1].content.starts_with("Could not upload a.bin, b.bin (")
-                && got[1].content.contains("HTTP 413, Discord error 40005: Request entity too large"),
+            got[1]
+                .content
+                .starts_with("Could not upload a.bin, b.bin (")
+                && got[1]
+                    .content
+                    .contains("HTTP 413, Discord error 40005: Request entity too large"),
             "{:?}",
             got[1].content
         );

@@ -12,7 +12,12 @@ use support::sim_client::*;
 async fn generated_dm(sim: &smolcord_sim::Simulator, size: u64) -> String {
     let body = json!({"author_id": 42, "author_name": "a", "filename": "big.bin", "size": size});
     let reply = http(sim, "POST", "/control/dm-file", false, Some(&body)).await;
-    assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
     let channel = reply.json()["channel_id"].as_str().unwrap().to_owned();
     let message = reply.json()["message_id"].as_str().unwrap().to_owned();
     let got = http(
@@ -40,7 +45,11 @@ fn generated_attachments_redirects_and_a_slow_cdn() {
         let reply = http(&sim, "GET", &path, false, None).await;
         assert_eq!(reply.status, 200);
         assert_eq!(reply.body, generated_bytes(300_000));
-        assert!(reply.body.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        assert!(reply
+            .body
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == (i % 251) as u8));
 
         // A redirect, counted down, then the file again.
         let to = "http://192.0.2.1/elsewhere";
@@ -65,7 +74,9 @@ fn generated_attachments_redirects_and_a_slow_cdn() {
         assert!(took >= Duration::from_millis(250), "{took:?}");
         let off = json!({"bytes_per_sec": null});
         assert_eq!(
-            http(&sim, "POST", "/control/cdn", false, Some(&off)).await.json()["bytes_per_sec"],
+            http(&sim, "POST", "/control/cdn", false, Some(&off))
+                .await
+                .json()["bytes_per_sec"],
             json!(null)
         );
 
@@ -127,7 +138,12 @@ fn too_many_files_or_bytes_are_refused_as_discord_refuses_them() {
         });
         let channel = sim.dm_channel_of(42).get();
         let reply = upload(&sim, channel, &[1000; 10]).await;
-        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(
+            reply.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&reply.body)
+        );
         let reply = upload(&sim, channel, &[10; 11]).await;
         assert_eq!(reply.status, 400);
         assert_eq!(reply.json()["code"], 30015);

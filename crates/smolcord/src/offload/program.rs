@@ -189,6 +189,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // a test may block
     fn a_file_without_an_execute_bit_is_named_so() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("agent.sh");
@@ -196,7 +197,10 @@ mod tests {
         let program = file.display().to_string();
         let err = find_blocking(&program, None).unwrap_err();
         assert!(matches!(err, ProgramError::NotExecutable { .. }), "{err:?}");
-        assert_eq!(err.to_string(), format!("`{program}` is not executable (chmod +x)"));
+        assert_eq!(
+            err.to_string(),
+            format!("`{program}` is not executable (chmod +x)")
+        );
         assert!(std::error::Error::source(&err).is_none());
     }
 }

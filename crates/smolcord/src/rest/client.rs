@@ -13,10 +13,10 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
 use super::clock::ServerClock;
+use super::download::{download_allowed, resolve_location, MAX_REDIRECTS};
 use super::draft::MessageDraft;
 use super::emoji::Emoji;
 use super::error::RestError;
-use super::download::{download_allowed, resolve_location, MAX_REDIRECTS};
 use super::exchange::{exchange, fetch_to_file, http_error, Body, Fetched, Outgoing, Reply};
 use super::nonce::Nonce;
 use super::ratelimit::{seconds, RateLimiter, RouteKey};

@@ -583,8 +583,10 @@ fn download_follows_redirects_on_the_same_host_only_and_checks_each_hop() {
             Canned::new(307, "").header("Location", "next.png"),
             Canned::bytes(200, payload.clone()),
             // 2: off to another host (another port is another origin).
-            Canned::new(302, "")
-                .header("Location", &format!("{}/latest/meta-data", foreign.origin())),
+            Canned::new(302, "").header(
+                "Location",
+                &format!("{}/latest/meta-data", foreign.origin()),
+            ),
             // 3: a loop on the same host.
             Canned::new(302, "").header("Location", "/a"),
             Canned::new(302, "").header("Location", "/b"),
@@ -621,7 +623,10 @@ fn download_follows_redirects_on_the_same_host_only_and_checks_each_hop() {
         }
         assert!(err.is_permanent());
         assert!(err.to_string().contains("not followed"), "{err}");
-        assert!(!err.to_string().contains("meta-data"), "no path in errors: {err}");
+        assert!(
+            !err.to_string().contains("meta-data"),
+            "no path in errors: {err}"
+        );
         assert!(foreign.requests().is_empty(), "the foreign host was asked");
         assert!(!dest.exists());
         server.requests();
