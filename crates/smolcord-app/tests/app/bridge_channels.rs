@@ -262,3 +262,36 @@ fn a_channel_deleted_while_its_answer_forms_is_reported_to_the_owner_once() {
         assert_eq!(refused, 1);
     });
 }
+
+#[test]
+fn a_spooled_result_for_a_channel_task_is_a_reply_to_its_message() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        // No agent_cmd: tasks go to the spool.
+        let mut config = rig.config();
+        config.channels = vec![ChannelConfig::new(general())];
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let asked = rig.sim.post_in_channel(&mention(ALICE, "when?")).unwrap();
+        let task = rig.path(&format!("spool/tasks/{asked}.json"));
+        wait_until("the spooled task", T, || task.exists().then_some(())).await;
+        let result = serde_json::json!({"channel_id": general().to_string(), "content": "at noon"});
+        rig.write_atomic(&format!("spool/results/{asked}.json"), &result.to_string());
+        let reply = rig.message_containing(general(), "at noon", T).await;
+        assert_eq!(
+            reply.object["message_reference"]["message_id"],
+            asked.to_string(),
+            "{:?}",
+            reply.object
+        );
+        // Nobody pinged, as the bridge's own replies.
+        let create = rig
+            .sim
+            .rest_requests()
+            .into_iter()
+            .find(|r| r.method == "POST" && r.body["content"] == "at noon")
+            .unwrap();
+        assert_eq!(create.body["allowed_mentions"]["replied_user"], false);
+        bridge.stop().await;
+    });
+}
