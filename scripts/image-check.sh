@@ -41,9 +41,6 @@ HEARTBEAT_MS=${HEARTBEAT_MS:-500}
 IMAGE=${IMAGE:-localhost/smolcord:image-check}
 HARDENED=(--read-only --cap-drop ALL --security-opt no-new-privileges --memory 16m)
 OWNER_ID=424242
-# The token the simulator takes (smolcord_sim::DEFAULT_SIM_TOKEN: it
-# refuses others with 401, as Discord does).
-SIM_TOKEN=MTEwMDAwMDAwMDAwMDAwMDAwMQ.HDdKgA.c21vbGNvcmQtc2ltdWxhdG9yLW5vLXNlY3JldA
 NICE=(nice -n 10)
 # The Dockerfile's build flags, so the image checked is the one it builds.
 read -r -a CARGO_FLAGS <<<"$(sed -n 's/^ARG CARGO_FLAGS="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' Dockerfile)"
@@ -191,6 +188,7 @@ build_image() {
 control=
 gateway_url=
 api_base=
+token=
 
 start_sim() {
     local out=$work/sim.out
@@ -201,6 +199,8 @@ start_sim() {
     gateway_url=$(grep -o 'ws://[^ ]*' "$out" | head -1)
     api_base=$(grep -o 'http://[^ ]*/api/v10' "$out" | head -1)
     control=$(grep -o 'http://[^ ]*/control' "$out" | head -1)
+    # The simulator takes only tokens shaped like Discord's, and prints its own.
+    token=$(awk '$1 == "token" { print $2; exit }' "$out")
     log "simulator: gateway $gateway_url (heartbeat interval $HEARTBEAT_MS ms)"
 }
 
@@ -229,7 +229,7 @@ run_container() {
     # Without systemd, podman logs that it cannot add the health-check
     # timer (health checks then run only when asked): kept out of the way.
     "$engine" run -d --name "$1" --network host "${HARDENED[@]}" \
-        -e DISCORD_TOKEN="$SIM_TOKEN" \
+        -e DISCORD_TOKEN="$token" \
         -e SMOLCORD_GATEWAY_URL="$gateway_url" -e SMOLCORD_API_BASE="$api_base" \
         -e SMOLCORD_CONFIG=/config.json -v "$work/config.json:/config.json:ro" \
         -v "$volume:/state" "$IMAGE" >/dev/null 2>>"$work/engine.err" \

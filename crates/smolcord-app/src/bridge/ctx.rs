@@ -5,27 +5,34 @@
 //! `worker` → `transcribe` / `agent` → `delivery` — and this context sits
 //! below all of them: it imports none of those modules, only the state
 //! they share (crates/smolcord-app/tests/app/bridge_layers.rs checks it).
+//!
+//! What changes while the bridge runs lives in owned sub-states, each in
+//! the layer its data belongs to, its fields private and its rules in its
+//! methods (callers say what happened, not which field to write):
+//! [`AccessBook`] (access, pairing, the owner rule, the re-read),
+//! [`RuntimeBook`] (`runtime.json`: each change schedules its write),
+//! [`SequenceFloor`] (the seq the session may be saved at and the jobs in
+//! flight: what is done), [`Lifecycle`] (safe mode, a turn done,
+//! stopping) and [`ToldOnce`] (refusing channels the owner heard of). The
+//! other fields are services with no state of their own to guard.
 
-use crate::bridge::access::book::{self, Access, Role};
-use crate::bridge::access::pairing::PairingBook;
-use crate::bridge::access::restart::RuntimeState;
-use crate::bridge::jobs::inflight::Inflight;
+use crate::bridge::access::live::AccessBook;
+use crate::bridge::jobs::floor::SequenceFloor;
+use crate::bridge::jobs::lifecycle::Lifecycle;
 use crate::bridge::jobs::queue::JobQueues;
 use crate::bridge::jobs::tunables::Tunables;
 use crate::bridge::report::counters::BridgeCounters;
 use crate::bridge::report::reporter::Reporter;
+use crate::bridge::report::told_once::ToldOnce;
 use crate::bridge::store::files::TaskFiles;
 use crate::bridge::store::outbox::Outbox;
-use crate::bridge::store::persist::{Coalescing, SeqFloor};
+use crate::bridge::store::runtime::RuntimeBook;
 use crate::bridge::store::spool::Spool;
 use crate::config::{ChannelConfig, Config};
 use smol::lock::Semaphore;
 use smol::LocalExecutor;
-use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
-use std::cell::{Cell, RefCell};
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Weak;
@@ -42,31 +49,25 @@ pub(crate) struct Ctx {
     pub files: TaskFiles,
     /// Replies and results being delivered, on disk.
     pub outbox: Outbox,
-    /// Only the owner is answered (lifted by the first successful turn).
-    pub safe_mode: Cell<bool>,
-    pub access: RefCell<Access>,
-    pub pairing: RefCell<PairingBook>,
-    pub runtime: RefCell<RuntimeState>,
-    pub runtime_writer: Coalescing,
-    pub floor: RefCell<SeqFloor>,
-    pub inflight: Inflight,
+    /// Safe mode, a turn done, stopping.
+    pub lifecycle: Lifecycle,
+    /// Who is in, the pairing codes, and their rules.
+    pub access: AccessBook,
+    /// `runtime.json` and its writer.
+    pub runtime: RuntimeBook,
+    /// What is done: the seq the session may be saved at, the jobs in
+    /// flight.
+    pub floor: SequenceFloor,
     /// Per-channel queues of messages waiting for their channel's worker.
     pub queues: JobQueues,
     pub agent_slots: Semaphore,
     pub transcribe_slots: Semaphore,
-    /// A turn succeeded in this run (the failure counter was cleared).
-    pub turn_done: Cell<bool>,
-    /// No new work is taken (shutting down).
-    pub stopping: Cell<bool>,
     /// Weak: the executor owns the tasks, which own the context.
     pub executor: Weak<LocalExecutor<'static>>,
     /// Server channels that refused a reply for good in this run: the
     /// owner was told about each once (at most one per configured channel,
     /// [`crate::config::channels::MAX_CHANNELS`]).
-    pub channels_refused: RefCell<BTreeSet<Snowflake>>,
-    /// Wakes the results poller early (a pairing code was issued: it must
-    /// start watching for the approval).
-    pub poller_wake: event_listener::Event,
+    pub channels_refused: ToldOnce,
 }
 
 impl Ctx {
@@ -85,93 +86,20 @@ impl Ctx {
         if let Some(entry) = self.config.channel(channel) {
             return Some((entry, false));
         }
-        let parent = self.runtime.borrow().threads.get(&channel).copied()?;
+        let parent = self.runtime.thread_parent(channel)?;
         self.config
             .channel(parent)
             .filter(|entry| entry.thread)
             .map(|entry| (entry, true))
     }
 
-    pub fn bot_user(&self) -> Option<Snowflake> {
-        self.runtime.borrow().bot_user_id
-    }
-
-    /// Whether `message` was handled already (by this run or, on disk,
-    /// an earlier one).
-    pub fn is_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
-        self.runtime.borrow().is_processed(channel, message)
-    }
-
-    /// Marks a message processed and waits until the mark is on disk: it
-    /// is what keeps a replay of the message (a resume from an older seq)
-    /// from being handled again. False if the write failed (logged and
-    /// journalled by the writer).
-    pub async fn record_processed(&self, channel: Snowflake, message: Snowflake) -> bool {
-        {
-            let mut runtime = self.runtime.borrow_mut();
-            runtime.mark_processed(channel, message);
-            self.runtime_writer.set(&*runtime);
-        }
-        self.runtime_writer.flush().await
-    }
-
-    /// Remembers an answered user's DM channel for good (`runtime.json`,
-    /// written in the background: losing it costs one `POST
-    /// /users/@me/channels`, nothing else).
-    pub fn remember_dm(&self, user: Snowflake, channel: Snowflake) {
-        let mut runtime = self.runtime.borrow_mut();
-        if runtime.remember_dm(user, channel) {
-            self.runtime_writer.set(&*runtime);
-        }
-    }
-
-    /// The user's role, re-reading `access.json` first if they look like a
-    /// stranger (an approval by `smolcord pair` may have just landed).
-    pub async fn fresh_role(&self, user: Snowflake) -> Role {
-        let role = self.access.borrow().role(user);
-        if role != Role::Stranger {
-            return role;
-        }
-        self.reread_access().await;
-        self.access.borrow().role(user)
-    }
-
-    /// Re-reads `access.json` if it changed.
-    pub async fn reread_access(&self) {
-        let path = book::access_path(&self.state_dir);
-        match offload::read_bytes(&path).await {
-            Ok(bytes) => {
-                self.access.borrow_mut().apply_reread(&path, bytes);
-            }
-            Err(e) => log::warn!("re-reading access state: {e}"),
-        }
-    }
-
     /// The first successful turn clears the restart-failure counter and
     /// lifts safe mode.
     pub fn turn_succeeded(&self) {
-        if self.turn_done.replace(true) {
+        if !self.lifecycle.first_turn() {
             return;
         }
-        let mut runtime = self.runtime.borrow_mut();
-        if runtime.failed_starts != 0 {
-            log::info!("first successful turn: restart-failure counter cleared");
-            runtime.failed_starts = 0;
-            self.runtime_writer.set(&*runtime);
-        }
-        if self.safe_mode.replace(false) {
-            log::info!("safe mode lifted: allowed users are answered again");
-            self.counters.set_safe_mode(false);
-        }
-    }
-
-    /// A stop that left nothing unfinished: not a failed start-up (the
-    /// final save writes it).
-    pub fn stopped_cleanly(&self) {
-        let mut runtime = self.runtime.borrow_mut();
-        if runtime.failed_starts != 0 {
-            log::info!("clean stop: restart-failure counter cleared");
-            runtime.failed_starts = 0;
-        }
+        self.runtime.first_turn_succeeded();
+        self.lifecycle.lift_safe_mode();
     }
 }

@@ -44,13 +44,14 @@ mod report;
 pub mod store;
 mod work;
 
+pub use crate::status::CountersSnapshot;
 pub use access::book::{AccessFile, Role};
 pub use access::pairing::{approve_code, Approval, PairError, PairingRules};
 pub use intake::dispatch::{BridgeOutcome, StopReason};
 pub use jobs::backlog::ReadbackBounds;
 pub use jobs::queue::{DROPPABLE_JOBS, MAX_CHANNEL_JOBS, MAX_JOBS};
 pub use jobs::tunables::{SpoolRetry, Tunables, DRAIN_BOUND};
-pub use report::counters::{BridgeCounters, CountersSnapshot};
+pub use report::counters::BridgeCounters;
 pub use store::outbox::OUTBOX_DIR;
 pub use store::persist::{
     load_session_state, load_session_states, session_path, SessionFile, SESSION_FILE,
@@ -64,7 +65,6 @@ use access::book::Access;
 use access::pairing::PairingBook;
 use access::restart::{RestartMarker, RuntimeState};
 use ctx::Ctx;
-use jobs::inflight::Inflight;
 use report::reporter::Reporter;
 use smol::channel::{self, Receiver, Sender};
 use smol::lock::Semaphore;
@@ -73,7 +73,7 @@ use smolcord::offload;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
 use smolcord::shard::ShardSetHandle;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
@@ -81,7 +81,7 @@ use std::rc::Rc;
 use std::time::Duration;
 use store::directory::ChannelDirectory;
 use store::outbox::Outbox;
-use store::persist::{Coalescing, Deferred, SeqFloor, SessionAndStatus};
+use store::persist::{Coalescing, Deferred, SessionAndStatus};
 use store::spool::Spool;
 
 /// Why the bridge could not start.
@@ -320,7 +320,10 @@ impl Bridge {
             Ok(listener) => {
                 let (shard, counters) = (self.shard.clone(), self.counters.clone());
                 let snapshot = move || {
-                    status::StatusSnapshot::capture_set(&shard.statuses(), counters.to_json())
+                    status::StatusSnapshot::capture_set(
+                        &shard.statuses(),
+                        Some(counters.snapshot()),
+                    )
                 };
                 ex.spawn(smolcord::loopwatch::watch(
                     "bridge-status-socket",
@@ -353,6 +356,13 @@ impl Bridge {
             self.tunables.files_max_age,
         );
         files.load(std::time::SystemTime::now()).await;
+        let access = access::live::AccessBook::new(
+            state_dir.clone(),
+            self.config.tofu,
+            self.tunables.pairing,
+            self.access,
+            self.pairing,
+        );
         let ctx = Rc::new(Ctx {
             spool: Spool::new(&state_dir),
             files,
@@ -362,21 +372,15 @@ impl Bridge {
             rest: self.rest,
             reporter: self.reporter,
             counters: self.counters.clone(),
-            safe_mode: Cell::new(self.safe_mode),
-            access: RefCell::new(self.access),
-            pairing: RefCell::new(self.pairing),
-            runtime: RefCell::new(self.runtime),
-            runtime_writer,
-            floor: RefCell::new(SeqFloor::default()),
-            inflight: Inflight::new(),
+            lifecycle: jobs::lifecycle::Lifecycle::new(self.safe_mode, self.counters.clone()),
+            access,
+            runtime: store::runtime::RuntimeBook::new(self.runtime, runtime_writer),
+            floor: jobs::floor::SequenceFloor::new(),
             queues: jobs::queue::JobQueues::new(self.counters.clone()),
             agent_slots: Semaphore::new(concurrency),
             transcribe_slots: Semaphore::new(self.tunables.transcribe_concurrency.max(1)),
-            turn_done: Cell::new(false),
-            stopping: Cell::new(false),
             executor: Rc::downgrade(&ex),
-            poller_wake: event_listener::Event::new(),
-            channels_refused: RefCell::new(BTreeSet::new()),
+            channels_refused: report::told_once::ToldOnce::default(),
             config: self.config,
         });
         let (poll_stop_tx, poll_stop_rx) = channel::bounded::<()>(1);

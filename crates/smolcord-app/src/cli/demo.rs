@@ -11,7 +11,7 @@ use super::signals::{shutdown_signals, SignalRequest};
 use crate::bridge::{approve_code, CountersSnapshot, Tunables};
 use crate::chart::Charset;
 use crate::config::Config;
-use crate::status::render::{self, Summary};
+use crate::status::render;
 use crate::status::{self, now_unix_ms};
 use futures_lite::future;
 use smolcord::offload;
@@ -298,8 +298,7 @@ async fn report(sim: &Simulator, state_dir: &Path, elapsed: Duration) -> String 
     // The status file was written while the session was live; how it ended
     // is in the session state, saved after the gateway closed.
     snapshot.sessions = crate::bridge::load_session_state(state_dir).await.history;
-    let counters: CountersSnapshot =
-        serde_json::from_value(snapshot.bridge.clone()).unwrap_or_default();
+    let counters: CountersSnapshot = snapshot.bridge.unwrap_or_default();
     let charset = Charset::for_stdout();
     let stats = sim.stats();
     let mut gaps: Vec<f64> = stats
@@ -360,7 +359,7 @@ async fn report(sim: &Simulator, state_dir: &Path, elapsed: Duration) -> String 
     // The client's own account, drawn as `smolcord status` draws it.
     let _ = writeln!(out, "\nheartbeat, client (as `smolcord status` shows it):");
     out.push_str(&render::heartbeat_charts(
-        &Summary::of(&snapshot.heartbeat["lifetime"]),
+        &snapshot.heartbeat.lifetime,
         charset,
     ));
     out.push_str(&render::sessions(&snapshot, now_unix_ms(), charset));

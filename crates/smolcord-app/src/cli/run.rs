@@ -338,7 +338,7 @@ async fn save_stopped_status(
         BridgeOutcome::RestartRequested => StopCause::Restart,
         BridgeOutcome::ShardFatal(_) => StopCause::Fatal,
     };
-    let mut snapshot = StatusSnapshot::capture_set(&handle.statuses(), counters.to_json());
+    let mut snapshot = StatusSnapshot::capture_set(&handle.statuses(), Some(counters.snapshot()));
     snapshot.mark_stopped(why, status::now_unix_ms());
     if let Err(e) = status::write(state_dir, &snapshot).await {
         log::warn!("saving the status at exit: {e}");

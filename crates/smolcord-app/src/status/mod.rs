@@ -12,10 +12,17 @@
 //! [`StatusSnapshot::render`] draws it for a person ([`render`]);
 //! [`StatusSnapshot::report_json`] is `smolcord status --json`, whose shape
 //! `docs/status.schema.json` documents.
+//!
+//! Every section is typed ([`sections`]): the renderer reads fields, not
+//! JSON. The bridge fills [`CountersSnapshot`] and hands it to
+//! [`StatusSnapshot::capture`]; nothing here imports the bridge.
 
 pub mod socket;
 
 pub mod render;
+pub mod sections;
+
+pub use sections::{CountersSnapshot, HeartbeatAccount, Stalls};
 
 use crate::chart::Charset;
 use serde::{Deserialize, Serialize};
@@ -23,6 +30,7 @@ use smolcord::loopwatch;
 use smolcord::offload;
 use smolcord::shard::history::FlapCount;
 use smolcord::shard::{SessionHistory, ShardStatus};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -59,12 +67,14 @@ pub struct StatusSnapshot {
     /// Sequence gaps seen.
     pub gaps: u64,
     /// The heartbeat account (session and lifetime summaries).
-    pub heartbeat: serde_json::Value,
+    #[serde(default, deserialize_with = "sections::lenient")]
+    pub heartbeat: HeartbeatAccount,
     /// Slow polls per task.
-    pub loop_stalls: serde_json::Value,
-    /// Application counters (the bridge's).
-    #[serde(default)]
-    pub bridge: serde_json::Value,
+    #[serde(default, deserialize_with = "sections::lenient")]
+    pub loop_stalls: BTreeMap<String, Stalls>,
+    /// Application counters (the bridge's; `null` without one).
+    #[serde(default, deserialize_with = "sections::lenient_counters")]
+    pub bridge: Option<CountersSnapshot>,
     /// The last gateway sessions, oldest first (of the first shard).
     #[serde(default)]
     pub sessions: SessionHistory,
@@ -153,7 +163,7 @@ pub fn now_unix_ms() -> u64 {
 
 impl StatusSnapshot {
     /// A snapshot of a shard (plus the loop stall counters and `bridge`).
-    pub fn capture(shard: &ShardStatus, bridge: serde_json::Value) -> StatusSnapshot {
+    pub fn capture(shard: &ShardStatus, bridge: Option<CountersSnapshot>) -> StatusSnapshot {
         StatusSnapshot {
             written_unix_ms: now_unix_ms(),
             pid: std::process::id(),
@@ -173,8 +183,11 @@ impl StatusSnapshot {
             last_ack_unix_ms: shard.last_ack.map(unix_ms),
             duplicates_dropped: shard.duplicates_dropped,
             gaps: shard.gaps,
-            heartbeat: serde_json::to_value(&shard.heartbeat).unwrap_or_default(),
-            loop_stalls: serde_json::to_value(loopwatch::stalls()).unwrap_or_default(),
+            heartbeat: HeartbeatAccount::from(&shard.heartbeat),
+            loop_stalls: loopwatch::stalls()
+                .into_iter()
+                .map(|(task, stalls)| (task.to_owned(), Stalls::from(stalls)))
+                .collect(),
             bridge,
             sessions: shard.state.history.clone(),
             shards: Vec::new(),
@@ -184,7 +197,7 @@ impl StatusSnapshot {
 
     /// A snapshot of a set of shards: the first in full, every one as a
     /// line (none for a set of one).
-    pub fn capture_set(shards: &[ShardStatus], bridge: serde_json::Value) -> StatusSnapshot {
+    pub fn capture_set(shards: &[ShardStatus], bridge: Option<CountersSnapshot>) -> StatusSnapshot {
         let Some(first) = shards.first() else {
             return StatusSnapshot::default();
         };

@@ -8,12 +8,13 @@
 //! demo's report draws too), the session timeline with the flap rate, loop
 //! stalls, and the bridge counters as labelled lines.
 
+pub use super::sections::{Bucket, HistogramData, Summary};
+use super::sections::{CountersSnapshot, Stalls};
 use super::StatusSnapshot;
-use crate::bridge::CountersSnapshot;
 use crate::chart::{self, Bar, Charset};
-use serde::Deserialize;
 use smolcord::heartbeat::BOUNDS_US;
 use smolcord::shard::history::{FlapCount, SessionRecord};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -28,9 +29,8 @@ const USER_CHARS: usize = 32;
 pub fn status(snapshot: &StatusSnapshot, now_ms: u64, charset: Charset) -> String {
     let mut out = String::new();
     header(&mut out, snapshot, now_ms, charset);
-    let lifetime = Summary::of(&snapshot.heartbeat["lifetime"]);
     out.push('\n');
-    out.push_str(&heartbeat_charts(&lifetime, charset));
+    out.push_str(&heartbeat_charts(&snapshot.heartbeat.lifetime, charset));
     out.push('\n');
     out.push_str(&sessions(snapshot, now_ms, charset));
     stalls(&mut out, &snapshot.loop_stalls);
@@ -92,7 +92,7 @@ fn header(out: &mut String, s: &StatusSnapshot, now_ms: u64, charset: Charset) {
         s.heartbeat_interval_ms
             .map_or("-".to_owned(), |ms| format!("{ms} ms"))
     );
-    let life = Summary::of(&s.heartbeat["lifetime"]);
+    let life = &s.heartbeat.lifetime;
     let _ = writeln!(
         out,
         "  heartbeats          {} sent, {} acked, {} zombies, {} deadlines skipped",
@@ -249,27 +249,25 @@ fn session_row(record: &SessionRecord, now_ms: u64, charset: Charset) -> String 
     format!("{prefix}{}", chart::fit(&ended_by, room, charset))
 }
 
-fn stalls(out: &mut String, loop_stalls: &serde_json::Value) {
-    let Some(stalls) = loop_stalls.as_object().filter(|s| !s.is_empty()) else {
+fn stalls(out: &mut String, stalls: &BTreeMap<String, Stalls>) {
+    if stalls.is_empty() {
         return;
-    };
+    }
     let _ = writeln!(out, "\n  loop stalls (tasks that held the event loop)");
     for (task, entry) in stalls {
         let task = chart::fit(task, 40, Charset::Ascii);
         let _ = writeln!(
             out,
             "    {task:<40} {:>6} times, worst {:.0} ms",
-            entry["count"].as_u64().unwrap_or(0),
-            entry["worst_ms"].as_f64().unwrap_or(0.0)
+            entry.count, entry.worst_ms
         );
     }
 }
 
-fn counters(out: &mut String, bridge: &serde_json::Value) {
-    if !bridge.is_object() {
+fn counters(out: &mut String, bridge: &Option<CountersSnapshot>) {
+    let Some(counters) = bridge else {
         return;
-    }
-    let counters: CountersSnapshot = serde_json::from_value(bridge.clone()).unwrap_or_default();
+    };
     let _ = writeln!(
         out,
         "\n  bridge{}",
@@ -287,65 +285,6 @@ fn counters(out: &mut String, bridge: &serde_json::Value) {
     for pair in cells.chunks(2) {
         let _ = writeln!(out, "    {}", pair.join("    "));
     }
-}
-
-/// What the renderer reads of a heartbeat summary (see
-/// [`smolcord::heartbeat::Summary`]); every field defaults, so a file from an
-/// older build still draws.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct Summary {
-    /// Scheduled beats sent.
-    pub beats_sent: u64,
-    /// ACKs matched to a beat.
-    pub acks: u64,
-    /// Zombie verdicts.
-    pub zombies: u64,
-    /// Deadlines that passed entirely during a stall.
-    pub deadlines_skipped: u64,
-    /// Lateness distribution.
-    pub lateness: HistogramData,
-    /// Round-trip distribution.
-    pub rtt: HistogramData,
-    /// Latest round trip, ms.
-    pub rtt_latest_ms: Option<f64>,
-    /// Mean round trip, ms.
-    pub rtt_avg_ms: Option<f64>,
-    /// Recent round trips, ms, newest first.
-    pub rtt_recent_ms: Vec<f64>,
-}
-
-impl Summary {
-    /// Reads a summary from the status file's JSON (empty when it is not one).
-    pub fn of(value: &serde_json::Value) -> Summary {
-        Summary::deserialize(value).unwrap_or_default()
-    }
-}
-
-/// A serialised [`smolcord::heartbeat::Histogram`].
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct HistogramData {
-    /// Samples.
-    pub count: u64,
-    /// Median bucket bound, ms.
-    pub p50_ms: Option<f64>,
-    /// 99th percentile bucket bound, ms.
-    pub p99_ms: Option<f64>,
-    /// Largest sample, ms.
-    pub max_ms: Option<f64>,
-    /// Non-empty buckets.
-    pub buckets: Vec<Bucket>,
-}
-
-/// One non-empty bucket.
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct Bucket {
-    /// Upper bound in µs; `None` for the last, unbounded bucket.
-    pub le_us: Option<u64>,
-    /// Samples in it.
-    pub count: u64,
 }
 
 impl HistogramData {
@@ -405,6 +344,11 @@ mod tests {
             }
         }
         serde_json::to_value(&h).unwrap()
+    }
+
+    /// A section as the file has it.
+    fn typed<T: serde::de::DeserializeOwned>(json: serde_json::Value) -> T {
+        serde_json::from_value(json).expect("a section")
     }
 
     /// A snapshot with something in every section.
@@ -470,9 +414,13 @@ mod tests {
             last_ack_unix_ms: Some(NOW - 2_000),
             duplicates_dropped: 3,
             gaps: 1,
-            heartbeat: serde_json::json!({ "session": summary, "lifetime": summary }),
-            loop_stalls: serde_json::json!({ "bridge-transcribe": { "count": 2, "worst_ms": 130.0 } }),
-            bridge: serde_json::json!({ "messages_handled": 12, "replies_delivered": 11, "safe_mode": false }),
+            heartbeat: typed(serde_json::json!({ "session": summary, "lifetime": summary })),
+            loop_stalls: typed(
+                serde_json::json!({ "bridge-transcribe": { "count": 2, "worst_ms": 130.0 } }),
+            ),
+            bridge: typed(
+                serde_json::json!({ "messages_handled": 12, "replies_delivered": 11, "safe_mode": false }),
+            ),
             sessions,
             shards: [
                 (0, Some(NOW - 2_000)),
@@ -524,10 +472,7 @@ mod tests {
 
     #[test]
     fn the_lateness_chart_spans_the_non_empty_buckets() {
-        let text = heartbeat_charts(
-            &Summary::of(&busy_snapshot().heartbeat["lifetime"]),
-            Charset::Ascii,
-        );
+        let text = heartbeat_charts(&busy_snapshot().heartbeat.lifetime, Charset::Ascii);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -582,15 +527,15 @@ mod tests {
             "  heartbeat lateness (sent − scheduled: the loop's own delay), 0 beats\n  heartbeat round trip (sent → ACK: the network), 0 ACKs\n"
         );
         // Garbage in the file draws as nothing, not a panic.
-        let text = status(
-            &StatusSnapshot {
-                heartbeat: serde_json::json!({"lifetime": {"lateness": {"buckets": [{"le_us": 7, "count": 3}]}}}),
-                bridge: serde_json::json!("nonsense"),
-                ..StatusSnapshot::default()
-            },
-            NOW,
-            Charset::Ascii,
-        );
+        let file = serde_json::json!({
+            "heartbeat": {"lifetime": {"lateness": {"buckets": [{"le_us": 7, "count": 3}]}}},
+            "bridge": "nonsense",
+        });
+        let mut snapshot = serde_json::to_value(StatusSnapshot::default()).unwrap();
+        for (key, value) in file.as_object().unwrap() {
+            snapshot[key] = value.clone();
+        }
+        let text = status(&typed(snapshot), NOW, Charset::Ascii);
         assert!(text.contains("0 beats"), "{text}");
         assert!(!text.contains("bridge"), "{text}");
     }

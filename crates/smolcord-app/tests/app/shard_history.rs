@@ -80,8 +80,7 @@ fn every_session_ends_with_its_cause() {
 
         // What `smolcord status` draws from it.
         let now = now_unix_ms();
-        let text =
-            StatusSnapshot::capture(&status, serde_json::Value::Null).render(now, Charset::Ascii);
+        let text = StatusSnapshot::capture(&status, None).render(now, Charset::Ascii);
         let start = text.find("  gateway sessions").expect("a timeline");
         let timeline: Vec<&str> = text[start..].lines().collect();
         assert_eq!(timeline[0], "  gateway sessions (newest last; 8 of 8 kept)");

@@ -176,7 +176,7 @@ fn a_snapshot_with_every_section_filled_matches_the_schema() {
     sessions.close_unrecorded();
     sessions.started(StartKind::Identify, now - 1_000);
     let counters = smolcord_app::bridge::BridgeCounters::default();
-    let account = serde_json::to_value(hb.account()).unwrap();
+    let account = smolcord_app::status::HeartbeatAccount::from(hb.account());
     let snapshot = StatusSnapshot {
         written_unix_ms: now,
         pid: 1,
@@ -192,8 +192,11 @@ fn a_snapshot_with_every_section_filled_matches_the_schema() {
         duplicates_dropped: 1,
         gaps: 0,
         heartbeat: account,
-        loop_stalls: serde_json::json!({"bridge-agent": {"count": 1, "worst_ms": 70.5, "total_ms": 70.5}}),
-        bridge: counters.to_json(),
+        loop_stalls: serde_json::from_value(
+            serde_json::json!({"bridge-agent": {"count": 1, "worst_ms": 70.5, "total_ms": 70.5}}),
+        )
+        .unwrap(),
+        bridge: Some(counters.snapshot()),
         sessions,
         shards: (0..2)
             .map(|id| smolcord_app::status::ShardLine {
@@ -227,9 +230,9 @@ fn a_snapshot_with_every_section_filled_matches_the_schema() {
 fn the_validator_catches_what_the_schema_forbids() {
     let schema = schema();
     let good = StatusSnapshot {
-        bridge: smolcord_app::bridge::BridgeCounters::default().to_json(),
-        heartbeat: serde_json::to_value(smolcord::heartbeat::Account::default()).unwrap(),
-        loop_stalls: serde_json::json!({}),
+        bridge: Some(smolcord_app::bridge::BridgeCounters::default().snapshot()),
+        heartbeat: (&smolcord::heartbeat::Account::default()).into(),
+        loop_stalls: Default::default(),
         ..StatusSnapshot::default()
     }
     .report_json(0);

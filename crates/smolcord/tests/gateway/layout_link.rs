@@ -1,7 +1,8 @@
 //! `scripts/layout/cc-hot-first`, the x86_64 link wrapper: with fake `cc`,
 //! `nm` and `c++filt` on PATH and a fixture list, it orders exact (hashed)
 //! matches first in the list's order, then name-only matches, leaves
-//! everything else out, and otherwise links exactly as asked.
+//! everything else out, drops the unwind tables of a program that cannot
+//! unwind, and otherwise links exactly as asked.
 #![allow(clippy::disallowed_methods)] // tests write files and run the script directly
 
 use std::fs;
@@ -22,8 +23,21 @@ const SYMBOLS: &[(&str, &str)] = &[
     ("M_idle", "idle_fn::h1111111111111111"),
 ];
 
+/// What the fake object's undefined symbols say about unwinding.
+#[derive(Clone, Copy, PartialEq)]
+enum Panics {
+    /// `panic = "unwind"` under fat LTO: the object raises unwinds.
+    Unwind,
+    /// `panic = "abort"`: nothing raises one.
+    Abort,
+}
+
 impl Setup {
     fn new(nm_works: bool) -> Setup {
+        Setup::with(nm_works, Panics::Unwind)
+    }
+
+    fn with(nm_works: bool, panics: Panics) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         let layout = dir.path().join("layout");
         fs::create_dir_all(&layout).unwrap();
@@ -52,11 +66,12 @@ impl Setup {
             .iter()
             .map(|(mangled, _)| format!("echo '{mangled} t 0 10'\n"))
             .collect();
-        tool(
-            &bin,
-            "nm",
-            &if nm_works { nm_lines } else { "exit 1".into() },
-        );
+        let undefined = match panics {
+            Panics::Unwind => "echo '_Unwind_RaiseException U'",
+            Panics::Abort => "echo '_Unwind_Backtrace U'",
+        };
+        let nm = format!("if [ \"$1\" = --undefined-only ]; then\n{undefined}\nelse\n{nm_lines}fi");
+        tool(&bin, "nm", &if nm_works { nm } else { "exit 1".into() });
         let cases: String = SYMBOLS
             .iter()
             .map(|(mangled, demangled)| format!("    {mangled}) echo '{demangled}' ;;\n"))
@@ -188,4 +203,59 @@ fn a_static_musl_link_uses_the_shipped_lld_and_the_musl_list() {
         ]
     );
     assert_eq!(fs::read_to_string(&order_file).unwrap(), "M_cold\n");
+}
+
+#[test]
+fn a_release_binary_that_cannot_unwind_is_linked_without_unwind_tables() {
+    let setup = Setup::with(true, Panics::Abort);
+    let out = setup.out();
+    let no_tables = format!(
+        "-Wl,-T,{}",
+        setup.path("layout/no-unwind-tables.ld").display()
+    );
+    let args = setup.link(&["x.rcgu.o", "-o", &out], &[]);
+    assert_eq!(args, ["x.rcgu.o", "-o", &out, &no_tables]);
+    // panic_unwind linked as an rlib (no LTO): the tables stay.
+    let args = setup.link(&["x.rcgu.o", "libpanic_unwind-0a1b.rlib", "-o", &out], &[]);
+    assert!(!args.contains(&no_tables), "{args:?}");
+    // A test binary or a debug build: untouched.
+    let debug = setup.path("debug/deps/smolcord-0123").display().to_string();
+    let args = setup.link(&["x.rcgu.o", "-o", &debug], &[]);
+    assert_eq!(args, ["x.rcgu.o", "-o", &debug]);
+}
+
+#[test]
+fn the_linker_script_drops_the_tables_and_keeps_a_working_program() {
+    // A real link (the host's cc and linker, as the wrapper would run them)
+    // of a C program whose compiler emits unwind tables.
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("main.c");
+    fs::write(&source, "int main(void) { return 7; }\n").unwrap();
+    let script = smolcord_testkit::repo_root().join("scripts/layout/no-unwind-tables.ld");
+    let sections = |extra: &[String]| {
+        let exe = dir.path().join(format!("main{}", extra.len()));
+        let status = Command::new("cc")
+            .args(["-fasynchronous-unwind-tables", "-o"])
+            .arg(&exe)
+            .arg(&source)
+            .args(extra)
+            .status()
+            .expect("cc (the x86_64 link runs it too)");
+        assert!(status.success(), "cc failed: {status}");
+        let ran = Command::new(&exe).status().unwrap();
+        assert_eq!(ran.code(), Some(7), "the linked program does not run");
+        let out = Command::new("readelf")
+            .arg("-SW")
+            .arg(&exe)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(
+        sections(&[]).contains(".eh_frame"),
+        "no tables to drop: the test proves nothing"
+    );
+    let without = sections(&[format!("-Wl,-T,{}", script.display())]);
+    assert!(!without.contains(".eh_frame"), "{without}");
+    assert!(without.contains(".text"), "{without}");
 }

@@ -1,5 +1,7 @@
-//! Who may use the bot: the access book, pairing codes, restart markers.
+//! Who may use the bot: the access book (the files and, in `live`, the running
+//! bridge's book with its rules), pairing codes, restart markers.
 
 pub mod book;
+pub(crate) mod live;
 pub mod pairing;
 pub mod restart;

@@ -9,7 +9,6 @@ use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::notify;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce::{self, Notice};
-use crate::config::channels::MAX_CHANNELS;
 use crate::recorder::FailureKind;
 use smolcord::protocol::Snowflake;
 use smolcord::rest::RestError;
@@ -52,16 +51,12 @@ pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake
         return;
     }
     ctx.counters.bump(Counter::ChannelRefusals);
-    let first = {
-        let mut refused = ctx.channels_refused.borrow_mut();
-        refused.len() < MAX_CHANNELS && refused.insert(channel)
-    };
-    if !first {
+    if !ctx.channels_refused.first_time(channel) {
         log::info!("channel {channel} refused a reply again ({e}); the owner was told already");
         return;
     }
     log::warn!("channel {channel} refuses the bot ({e}); telling the owner");
-    let Some(owner) = ctx.access.borrow().owner() else {
+    let Some(owner) = ctx.access.owner() else {
         log::warn!("no owner to tell that channel {channel} refuses the bot");
         return;
     };

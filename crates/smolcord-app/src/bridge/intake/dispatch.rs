@@ -12,7 +12,7 @@
 //! owner's `!restart` writes its marker and ends the loop. On the way out:
 //! the bounded drain and the final save.
 
-use crate::bridge::access::book::{self, Role};
+use crate::bridge::access::book::Role;
 use crate::bridge::access::restart::{self, RestartMarker};
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery;
@@ -128,7 +128,7 @@ impl Loop {
         self.recover().await;
         // A read-back a crash or stop cut short is done again now, before
         // any event: its gates go ahead of what a resume replays.
-        if self.ctx.runtime.borrow().readback_due {
+        if self.ctx.runtime.readback_due() {
             log::info!("a read-back was cut short: reading back again");
             self.readback.begin(&self.ctx, now_unix_ms());
         }
@@ -159,7 +159,7 @@ impl Loop {
                     log::info!("reloading access state (SIGHUP)");
                     let ctx = self.ctx.clone();
                     self.ctx.spawn("bridge-reload", async move {
-                        ctx.reread_access().await;
+                        ctx.access.reread().await;
                         results::watch_approvals(&ctx).await;
                     });
                 }
@@ -191,7 +191,7 @@ impl Loop {
                     match dispatch.name.as_str() {
                         "READY" => {
                             let began = now_unix_ms();
-                            self.ctx.floor.borrow_mut().new_session(shard, seq);
+                            self.ctx.floor.new_session(shard, seq);
                             match dispatch.data::<Ready>() {
                                 Ok(ready) => self.remember_bot(ready.user.id),
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
@@ -208,11 +208,11 @@ impl Loop {
                             }
                         }
                         "RESUMED" => {
-                            self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            self.ctx.floor.consumed(shard, seq);
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
-                            self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            self.ctx.floor.consumed(shard, seq);
                             if self.skip_unwanted(dispatch.raw_data()) {
                                 continue;
                             }
@@ -237,7 +237,7 @@ impl Loop {
                             }
                         }
                         name => {
-                            self.ctx.floor.borrow_mut().consumed(shard, seq);
+                            self.ctx.floor.consumed(shard, seq);
                             let applied =
                                 self.directory.borrow_mut().apply(name, dispatch.raw_data());
                             match applied {
@@ -270,7 +270,8 @@ impl Loop {
         }
         let ctx = &self.ctx;
         let addressing =
-            ctx.bot_user()
+            ctx.runtime
+                .bot_user()
                 .map_or_else(Default::default, |bot| channel_gate::Addressing {
                     mentions: peek.mentions(bot),
                     replies: peek.replies_to(bot),
@@ -286,11 +287,7 @@ impl Loop {
     }
 
     fn remember_bot(&self, id: Snowflake) {
-        let mut runtime = self.ctx.runtime.borrow_mut();
-        if runtime.bot_user_id != Some(id) {
-            runtime.bot_user_id = Some(id);
-            self.ctx.runtime_writer.set(&*runtime);
-        }
+        self.ctx.runtime.remember_bot(id);
     }
 
     /// Puts the replies an earlier run recorded but did not finish at the
@@ -312,7 +309,7 @@ impl Loop {
                     log::warn!("more than {MAX_JOBS} unfinished replies on record; the rest wait for the next start");
                 }
                 for (channel, message) in replies {
-                    let guard = ctx.inflight.begin(format!(
+                    let guard = ctx.floor.begin_job(format!(
                         "reply to message {message} in channel {channel}, recorded before the restart"
                     ));
                     let work = Work::Recorded { message };
@@ -353,7 +350,7 @@ impl Loop {
         let statuses = self.shard.statuses();
         let count = statuses.first().map_or(1, |status| status.shard[1]);
         let states = {
-            let floor = self.ctx.floor.borrow();
+            let floor = &self.ctx.floor;
             statuses
                 .iter()
                 .map(|status| {
@@ -364,7 +361,7 @@ impl Loop {
         };
         let file = SessionFile::new(count, states);
         self.writers.session_and_status.save(reason, file, || {
-            StatusSnapshot::capture_set(&statuses, self.ctx.counters.to_json())
+            StatusSnapshot::capture_set(&statuses, Some(self.ctx.counters.snapshot()))
         });
     }
 
@@ -373,8 +370,8 @@ impl Loop {
     /// safe mode.
     async fn session_started(&mut self) {
         self.save_session_now().await;
-        match book::load_with_restore(&self.ctx.state_dir).await {
-            Ok((loaded, bytes)) => self.ctx.access.borrow_mut().apply_load(loaded, bytes),
+        match self.ctx.access.restore().await {
+            Ok(()) => {}
             Err(e) => {
                 log::error!("reading access state at READY: {e}; keeping the state in memory");
                 self.ctx.reporter.fail(
@@ -387,7 +384,7 @@ impl Loop {
         }
         if let Some(marker) = self.marker.take() {
             let ctx = self.ctx.clone();
-            let guard = self.ctx.inflight.begin("restart notice".into());
+            let guard = self.ctx.floor.begin_job("restart notice".into());
             self.ctx.spawn("bridge-restart-notice", async move {
                 let _guard = guard;
                 let text = "Back online after the restart.";
@@ -401,9 +398,9 @@ impl Loop {
                 }
             });
         }
-        if self.ctx.safe_mode.get() && !self.safe_mode_told {
+        if self.ctx.lifecycle.safe_mode() && !self.safe_mode_told {
             self.safe_mode_told = true;
-            let owner = self.ctx.access.borrow().owner();
+            let owner = self.ctx.access.owner();
             if let Some(owner) = owner {
                 let ctx = self.ctx.clone();
                 self.ctx.spawn("bridge-safe-mode-notice", async move {
@@ -421,12 +418,12 @@ impl Loop {
         mut stop: Pin<&mut S>,
     ) -> Option<BridgeOutcome> {
         let ctx = &self.ctx;
-        let mut role = ctx.access.borrow().role(message.author.id);
+        let mut role = ctx.access.role(message.author.id);
         if !message.is_direct() {
             // Admitted by the peek ([`Loop::skip_unwanted`]): judged again
             // on the whole message, which says the same.
             let entry = ctx.channel_entry(message.channel_id);
-            let addressing = channel_gate::Addressing::of(&message, ctx.bot_user());
+            let addressing = channel_gate::Addressing::of(&message, ctx.runtime.bot_user());
             if let Err(why) = channel_gate::admit(addressing, entry) {
                 ctx.counters.bump(Counter::GuildMessagesSkipped);
                 log::trace!("message {} skipped: {why}", message.id);
@@ -437,9 +434,13 @@ impl Loop {
             }
         }
         if role != Role::Stranger && message.is_direct() {
-            ctx.remember_dm(message.author.id, message.channel_id);
+            ctx.runtime
+                .remember_dm(message.author.id, message.channel_id);
         }
-        let intake = classify(&message, ctx.bot_user(), &ctx.runtime.borrow(), role);
+        let bot = ctx.runtime.bot_user();
+        let intake = ctx
+            .runtime
+            .read(|runtime| classify(&message, bot, runtime, role));
         match intake {
             Intake::Ignore(why) => log::debug!("message {} ignored: {why}", message.id),
             Intake::Replay => {
@@ -457,15 +458,15 @@ impl Loop {
                 // Strangers get at most a pairing code; in safe mode only
                 // the owner is answered.
                 let droppable =
-                    role == Role::Stranger || (ctx.safe_mode.get() && role != Role::Owner);
+                    role == Role::Stranger || (ctx.lifecycle.safe_mode() && role != Role::Owner);
                 let channel = message.channel_id;
                 // The ticket holds the saved seq below this message until
                 // it is handled, also while it waits for room.
-                let ticket = ctx.floor.borrow_mut().begin(shard, seq);
-                let guard = ctx.inflight.begin(format!(
-                    "message {} in channel {channel}: queued",
-                    message.id
-                ));
+                let (ticket, guard) = ctx.floor.begin_message(
+                    shard,
+                    seq,
+                    format!("message {} in channel {channel}: queued", message.id),
+                );
                 let job = Job {
                     channel,
                     work: Work::Message {
@@ -485,7 +486,7 @@ impl Loop {
                             break;
                         }
                         Room::Drop => {
-                            ctx.floor.borrow_mut().end(ticket);
+                            ctx.floor.end(ticket);
                             self.dropped();
                             break;
                         }
@@ -567,7 +568,9 @@ impl Loop {
         let ctx = &self.ctx;
         // On disk before the marker: a replayed `!restart` must not
         // restart us again.
-        ctx.record_processed(message.channel_id, message.id).await;
+        ctx.runtime
+            .record_processed(message.channel_id, message.id)
+            .await;
         let marker = RestartMarker {
             requested_by: message.author.id,
             channel_id: message.channel_id,
@@ -586,7 +589,7 @@ impl Loop {
                 "marker write failed",
             );
         }
-        let guard = ctx.inflight.begin("restart acknowledgement".into());
+        let guard = ctx.floor.begin_job("restart acknowledgement".into());
         let task_ctx = ctx.clone();
         let channel = message.channel_id;
         let nonce = nonce::notice(message.id, Notice::Restarting);
@@ -600,17 +603,17 @@ impl Loop {
 
     async fn shut_down(&self, poll_stop: Sender<()>, outcome: &BridgeOutcome, cause: StopReason) {
         let ctx = &self.ctx;
-        ctx.stopping.set(true);
+        ctx.lifecycle.stop();
         drop(poll_stop);
         if let Some((_, held_back)) = self.drop_log.take_held_back().pop() {
             log::warn!("{held_back} more messages were dropped while the bridge was busy");
         }
         let bound = ctx.tunables.drain_timeout;
-        let left = ctx.inflight.drain(Instant::now() + bound).await;
+        let left = ctx.floor.drain(Instant::now() + bound).await;
         if left.is_empty() {
             log::info!("bridge stopping ({outcome:?}): nothing left in flight");
             if matches!(outcome, BridgeOutcome::Stopped) && cause == StopReason::Requested {
-                ctx.stopped_cleanly();
+                ctx.runtime.stopped_cleanly();
             }
         } else {
             log::warn!(
@@ -624,9 +627,9 @@ impl Loop {
         // session resumes before them.
         self.save_session_and_status(SaveReason::Shutdown);
         ctx.reporter.flush_held_back();
-        ctx.runtime_writer.set(&*ctx.runtime.borrow());
+        ctx.runtime.save();
         let flush = async {
-            ctx.runtime_writer.flush().await;
+            ctx.runtime.flush().await;
             self.writers.session_and_status.flush().await;
             self.writers.directory.flush().await;
             true
@@ -647,7 +650,7 @@ impl Loop {
 async fn tell_owner_safe_mode(ctx: &Ctx, owner: Snowflake) {
     let text = format!(
         "Started in safe mode: {} start-ups in a row did not complete a turn. Only you are answered until a message gets through; check the log and `smolcord failures`.",
-        ctx.runtime.borrow().failed_starts.saturating_sub(1)
+        ctx.runtime.failed_starts().saturating_sub(1)
     );
     match ctx.rest.create_dm(owner).await {
         Ok(dm) => {

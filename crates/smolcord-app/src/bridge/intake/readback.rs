@@ -115,8 +115,8 @@ impl Run {
         gated.insert(channel);
         let (open, gate) = backlog::gate();
         let guard = ctx
-            .inflight
-            .begin(format!("read-back of channel {channel}"));
+            .floor
+            .begin_job(format!("read-back of channel {channel}"));
         let job = Job {
             channel,
             work: Work::Gate(gate),
@@ -134,7 +134,7 @@ impl Run {
     }
 
     fn stopped(&self, ctx: &Ctx) -> bool {
-        self.cancelled.get() || ctx.stopping.get()
+        self.cancelled.get() || ctx.lifecycle.stopping()
     }
 }
 
@@ -142,12 +142,7 @@ impl Readback {
     /// A fresh session is starting: a read-back is due, on disk before the
     /// session is (call before `session.json` is written).
     pub async fn mark_due(&self, ctx: &Ctx) {
-        {
-            let mut runtime = ctx.runtime.borrow_mut();
-            runtime.readback_due = true;
-            ctx.runtime_writer.set(&*runtime);
-        }
-        if !ctx.runtime_writer.flush().await {
+        if !ctx.runtime.mark_readback_due().await {
             log::warn!("runtime.json could not be written at session start; a crash during the read-back would not repeat it");
         }
     }
@@ -181,18 +176,13 @@ impl Readback {
         }
         // The owner first, then the allowed users (always), then the
         // channels with the newest marks (within the bound).
-        let mut users = ctx.access.borrow().answered_users();
+        let mut users = ctx.access.answered_users();
         let mut seen = HashSet::new();
         users.retain(|user| seen.insert(*user));
-        {
-            let mut runtime = ctx.runtime.borrow_mut();
-            if runtime.keep_dms_of(&users) {
-                ctx.runtime_writer.set(&*runtime);
-            }
-        }
+        ctx.runtime.keep_dms_of(&users);
         let mut answered_dms = HashSet::new();
         for user in users {
-            let known = ctx.runtime.borrow().dm_channels.get(&user).copied();
+            let known = ctx.runtime.dm_channel(user);
             match known {
                 Some(channel) => {
                     answered_dms.insert(channel);
@@ -203,11 +193,10 @@ impl Readback {
         }
         let mut marked: Vec<(Snowflake, Snowflake)> = ctx
             .runtime
-            .borrow()
-            .processed
-            .iter()
-            .filter(|(channel, _)| !answered_dms.contains(*channel))
-            .map(|(channel, last)| (*last, *channel))
+            .processed_marks()
+            .into_iter()
+            .filter(|(channel, _)| !answered_dms.contains(channel))
+            .map(|(channel, last)| (last, channel))
             .collect();
         marked.sort_unstable_by(|a, b| b.cmp(a));
         let mut left_out = 0;
@@ -231,11 +220,7 @@ impl Readback {
             if newest.get() != generation {
                 return;
             }
-            let mut runtime = ctx.runtime.borrow_mut();
-            if runtime.readback_due {
-                runtime.readback_due = false;
-                ctx.runtime_writer.set(&*runtime);
-            }
+            ctx.runtime.readback_done();
         };
         let tally = Rc::new(Tally {
             on_complete: Some(Box::new(on_complete)),
@@ -267,7 +252,7 @@ impl Readback {
         let pos = run.unresolved.borrow().iter().position(|u| *u == author);
         if let Some(pos) = pos {
             run.unresolved.borrow_mut().remove(pos);
-            ctx.remember_dm(author, message.channel_id);
+            ctx.runtime.remember_dm(author, message.channel_id);
             run.gate(ctx, message.channel_id, true);
         }
     }
@@ -347,7 +332,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             match channel {
                 Ok(channel) => {
                     if take(run) {
-                        ctx.remember_dm(user, channel);
+                        ctx.runtime.remember_dm(user, channel);
                         run.gate(ctx, channel, true);
                     }
                 }
@@ -441,18 +426,12 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                 log::warn!(
                     "read-back: channel {channel} could not be read before its gap aged out; its user is told"
                 );
-                let mark = ctx.runtime.borrow().processed.get(&channel).copied();
+                let mark = ctx.runtime.processed_mark(channel);
                 let since_unix_ms = mark.map_or(
                     discord_ms(ctx, began_ms).saturating_sub(bounds.max_age.as_millis() as u64),
                     snowflake_unix_ms,
                 );
-                let user = ctx
-                    .runtime
-                    .borrow()
-                    .dm_channels
-                    .iter()
-                    .find(|(_, c)| **c == channel)
-                    .map(|(u, _)| *u);
+                let user = ctx.runtime.dm_user(channel);
                 let findings = Findings {
                     skipped: None,
                     unread: Some(Unread {
@@ -520,7 +499,7 @@ async fn read_channel(
     // told; again after each page, which tells it anew.
     let max_age_ms = bounds.max_age.as_millis() as u64;
     let mut oldest_ms = discord_ms(ctx, now_ms).saturating_sub(max_age_ms);
-    let mark = ctx.runtime.borrow().processed.get(&channel).copied();
+    let mark = ctx.runtime.processed_mark(channel);
     // Without a mark, nothing older than the age bound is looked at: it
     // cannot be told from what another bridge (or a lost state dir)
     // answered.
@@ -542,7 +521,7 @@ async fn read_channel(
     // Halved while a page is over the REST client's answer cap (long
     // messages, embeds): the same messages, read in smaller pages.
     let mut limit = PAGE;
-    let bot = ctx.bot_user();
+    let bot = ctx.runtime.bot_user();
     loop {
         // The page bound counts messages asked for, so smaller pages
         // cover as much.
@@ -592,7 +571,7 @@ async fn read_channel(
                 }
                 continue;
             }
-            if ctx.is_processed(channel, message.id) {
+            if ctx.runtime.is_processed(channel, message.id) {
                 continue;
             }
             if snowflake_unix_ms(message.id) >= began_exact {

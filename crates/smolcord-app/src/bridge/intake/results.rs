@@ -19,8 +19,7 @@
 //! delivery's time budget (the REST client's rate-limit and retry bounds)
 //! starts only when a worker takes it.
 
-use crate::bridge::access::book::Role;
-use crate::bridge::access::pairing::{self, APPROVED_MESSAGE};
+use crate::bridge::access::pairing::APPROVED_MESSAGE;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::{self, notify, Plan, Settle};
 use crate::bridge::deliver::files_out;
@@ -89,8 +88,8 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
         // Watched and no pairing code waiting for approval: wake on change
         // only, so an idle bridge has no timer to serve. Otherwise poll, to
         // notice `smolcord pair` in time (or changes, without a watch).
-        let woken = ctx.poller_wake.listen();
-        let codes_pending = ctx.pairing.borrow().live_codes(now_unix_ms()) > 0;
+        let woken = ctx.access.code_issued();
+        let codes_pending = ctx.access.codes_pending();
         let tick = (!watch.is_active() || codes_pending).then_some(poll_interval);
         let stopped = !std::mem::take(&mut first_scan)
             && futures_lite::future::or(
@@ -113,7 +112,7 @@ pub(crate) async fn poll(ctx: Rc<Ctx>, stop: Receiver<()>) {
                 ),
             )
             .await;
-        if stopped || ctx.stopping.get() {
+        if stopped || ctx.lifecycle.stopping() {
             return;
         }
         watch_approvals(&ctx).await;
@@ -168,7 +167,7 @@ async fn scan(
                 async { Some(workers.acquire_arc().await) },
             )
             .await;
-            let Some(permit) = permit.filter(|_| !ctx.stopping.get()) else {
+            let Some(permit) = permit.filter(|_| !ctx.lifecycle.stopping()) else {
                 return Scan::Stopped;
             };
             if book.borrow().stuck.len() >= MAX_STUCK {
@@ -180,7 +179,7 @@ async fn scan(
             }
             book.borrow_mut().delivering.insert(path.clone());
             // Counted from now, so a shutdown's drain cannot miss it.
-            let guard = ctx.inflight.begin(format!("result {}", result_id(&path)));
+            let guard = ctx.floor.begin_job(format!("result {}", result_id(&path)));
             let (task_ctx, book) = (ctx.clone(), book.clone());
             ctx.spawn("bridge-result", async move {
                 let _guard = guard;
@@ -296,14 +295,14 @@ async fn tell_unusable(ctx: &Ctx, path: &Path, why: &str, channel: Option<Snowfl
 
 /// The owner's DM channel: remembered, else opened (and remembered).
 async fn owner_dm(ctx: &Ctx) -> Option<Snowflake> {
-    let owner = ctx.access.borrow().owner()?;
-    let known = ctx.runtime.borrow().dm_channels.get(&owner).copied();
+    let owner = ctx.access.owner()?;
+    let known = ctx.runtime.dm_channel(owner);
     if known.is_some() {
         return known;
     }
     match ctx.rest.create_dm(owner).await {
         Ok(channel) => {
-            ctx.remember_dm(owner, channel.id);
+            ctx.runtime.remember_dm(owner, channel.id);
             Some(channel.id)
         }
         Err(e) => {
@@ -383,24 +382,7 @@ fn reply_to(ctx: &Ctx, id: &str, channel: Snowflake) -> Option<Snowflake> {
 
 /// While pairing codes are pending: notices approvals (and expiries).
 pub(crate) async fn watch_approvals(ctx: &Ctx) {
-    if ctx.pairing.borrow().live_codes(now_unix_ms()) == 0 {
-        return;
-    }
-    ctx.reread_access().await;
-    let (approved, file) = {
-        let access = ctx.access.borrow();
-        let mut book = ctx.pairing.borrow_mut();
-        let pruned = book.prune(now_unix_ms(), &ctx.tunables.pairing);
-        let approved = book.take_approved(|user| access.role(user) != Role::Stranger);
-        let changed = pruned || !approved.is_empty();
-        (approved, changed.then(|| book.file.clone()))
-    };
-    if let Some(file) = file {
-        if let Err(e) = pairing::save(&ctx.state_dir, &file).await {
-            log::warn!("saving the pairing book: {e}");
-        }
-    }
-    for code in approved {
+    for code in ctx.access.take_approved().await {
         log::info!("pairing approved for user {}", code.user_id);
         // Sent once: the pairing book saved above no longer holds the code.
         notify(ctx, code.channel_id, APPROVED_MESSAGE, &Nonce::random()).await;

@@ -1,8 +1,10 @@
 //! What the bridge has done, as counters anyone may read while it runs
-//! (the status snapshot, the demo report). Atomics behind an `Arc`, so a
+//! (the status snapshot, the demo report): the bridge fills the status's
+//! [`CountersSnapshot`]. Atomics behind an `Arc`, so a
 //! read never waits for the bridge and the handle can cross threads.
 
-use serde::{Deserialize, Serialize};
+use crate::status::CountersSnapshot;
+use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -36,94 +38,6 @@ struct Inner {
     channel_refusals: AtomicU64,
     jobs_peak: AtomicU64,
     safe_mode: AtomicBool,
-}
-
-/// A point-in-time copy of the counters (what serialises). Reads
-/// leniently: a field missing from an older status file reads as 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CountersSnapshot {
-    /// Messages from allowed users taken into handling.
-    pub messages_handled: u64,
-    /// Replies and results that reached Discord (one per reply, however many chunks).
-    pub replies_delivered: u64,
-    /// Voice notes transcribed.
-    pub transcriptions: u64,
-    /// Voice notes that could not be transcribed.
-    pub transcription_failures: u64,
-    /// Agent command runs.
-    pub agent_runs: u64,
-    /// Agent runs that failed or timed out.
-    pub agent_failures: u64,
-    /// Tasks written to `spool/tasks`.
-    pub tasks_spooled: u64,
-    /// Spooled results delivered.
-    pub results_delivered: u64,
-    /// Result files moved aside as malformed.
-    pub results_malformed: u64,
-    /// Result files refused unread (too large, or not a regular file).
-    pub results_rejected: u64,
-    /// DM fallback command runs.
-    pub fallbacks_run: u64,
-    /// Replies that could not be delivered (archived with the outcome).
-    pub undelivered: u64,
-    /// Failures reported to the recorder.
-    pub failures: u64,
-    /// Messages from people not allowed (or not answered in safe mode).
-    pub refused: u64,
-    /// Pairing codes issued.
-    pub pairing_codes_issued: u64,
-    /// Replayed messages skipped (already processed before a restart).
-    pub replays_skipped: u64,
-    /// Messages dropped unhandled because the bridge was busy (only from
-    /// people it would not answer anyway: strangers, or anyone but the
-    /// owner in safe mode); counted in `refused` too.
-    pub messages_dropped: u64,
-    /// Messages in an answered server channel that mentioned the bot from
-    /// someone not allowed there (nothing is posted); counted in `refused`
-    /// too.
-    pub channel_strangers: u64,
-    /// Server channel messages not taken: the channel is not in
-    /// `channels`, or a required mention is missing.
-    pub guild_messages_skipped: u64,
-    /// Replies a server channel refused for good (403, or the channel is
-    /// gone).
-    pub channel_refusals: u64,
-    /// The most messages queued or being handled at once in this run.
-    pub jobs_peak: u64,
-    /// Whether this run is in safe mode.
-    pub safe_mode: bool,
-}
-
-impl CountersSnapshot {
-    /// Every counter with the words `smolcord status` prints for it, in
-    /// the order a reader follows a message: taken in, answered, the work
-    /// in between, then what went wrong.
-    pub fn labelled(&self) -> [(&'static str, u64); 21] {
-        [
-            ("messages handled", self.messages_handled),
-            ("most at once", self.jobs_peak),
-            ("strangers refused", self.refused),
-            ("dropped while busy", self.messages_dropped),
-            ("replies delivered", self.replies_delivered),
-            ("replies undelivered", self.undelivered),
-            ("voice notes transcribed", self.transcriptions),
-            ("transcription failures", self.transcription_failures),
-            ("agent runs", self.agent_runs),
-            ("agent failures", self.agent_failures),
-            ("tasks spooled", self.tasks_spooled),
-            ("results delivered", self.results_delivered),
-            ("results malformed", self.results_malformed),
-            ("results rejected", self.results_rejected),
-            ("DM fallbacks run", self.fallbacks_run),
-            ("pairing codes issued", self.pairing_codes_issued),
-            ("replays skipped", self.replays_skipped),
-            ("failures recorded", self.failures),
-            ("channel strangers", self.channel_strangers),
-            ("guild messages skipped", self.guild_messages_skipped),
-            ("channel refusals", self.channel_refusals),
-        ]
-    }
 }
 
 /// Which counter to bump.
@@ -190,7 +104,8 @@ impl BridgeCounters {
         self.inner.safe_mode.store(on, Ordering::Relaxed);
     }
 
-    /// The counters now.
+    /// The counters now (what the status snapshot shows, see
+    /// [`crate::status::StatusSnapshot::capture`]).
     pub fn snapshot(&self) -> CountersSnapshot {
         let i = &self.inner;
         let get = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
@@ -218,11 +133,6 @@ impl BridgeCounters {
             jobs_peak: get(&i.jobs_peak),
             safe_mode: i.safe_mode.load(Ordering::Relaxed),
         }
-    }
-
-    /// The counters as JSON (for [`crate::status::StatusSnapshot::capture`]).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self.snapshot()).unwrap_or_default()
     }
 }
 

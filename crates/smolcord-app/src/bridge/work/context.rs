@@ -14,7 +14,7 @@ use crate::config::channels::MAX_CONTEXT_MESSAGES;
 
 /// Fills `task`'s `replied_to` and `context` for `message`.
 pub(crate) async fn gather(ctx: &Ctx, message: &Message, task: &mut Task) {
-    let bot = ctx.bot_user();
+    let bot = ctx.runtime.bot_user();
     task.replied_to = message
         .referenced_message
         .as_deref()

@@ -53,9 +53,7 @@ pub(crate) async fn open_for(ctx: &Ctx, message: &Message, text: &str) -> Option
             return None;
         }
     };
-    let mut runtime = ctx.runtime.borrow_mut();
-    runtime.remember_thread(thread, channel);
-    ctx.runtime_writer.set(&*runtime);
+    ctx.runtime.remember_thread(thread, channel);
     Some(thread)
 }
 

@@ -13,8 +13,9 @@
 //! A message is done when its processed mark is on disk: only then is its
 //! record removed and may the saved gateway seq move past it.
 
-use crate::bridge::access::book::{self, Role};
-use crate::bridge::access::pairing::{self, code_message, PairingDecision};
+use crate::bridge::access::book::Role;
+use crate::bridge::access::live::OwnerClaim;
+use crate::bridge::access::pairing::{code_message, PairingDecision};
 use crate::bridge::access::restart::is_restart_command;
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::channel_refused;
@@ -82,7 +83,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
             ticket,
             received_unix_ms,
         } => {
-            if ctx.is_processed(channel, message.id) {
+            if ctx.runtime.is_processed(channel, message.id) {
                 // A replay queued while the first copy (or its recorded
                 // reply) was being handled.
                 ctx.counters.bump(Counter::ReplaysSkipped);
@@ -104,10 +105,10 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
                     handled => finish(ctx, channel, message.id, handled == Handled::Recorded).await,
                 }
             }
-            ctx.floor.borrow_mut().end(ticket);
+            ctx.floor.end(ticket);
         }
         Work::Recorded { message } => {
-            if !ctx.is_processed(channel, message) {
+            if !ctx.runtime.is_processed(channel, message) {
                 deliver_recorded(ctx, channel, message).await;
             }
             finish(ctx, channel, message, true).await;
@@ -123,7 +124,7 @@ async fn handle(ctx: &Rc<Ctx>, job: Job) -> bool {
                     ));
                     handle_findings(ctx, channel, findings, &guard).await
                 }
-                Err(_) => !ctx.stopping.get(),
+                Err(_) => !ctx.lifecycle.stopping(),
             };
             return !complete;
         }
@@ -153,7 +154,7 @@ async fn handle_findings(
         // Strangers are told nothing beyond the pairing rules; a channel
         // of no answered user (the read-back knows theirs) is a stranger's.
         let stranger = match unread.user {
-            Some(user) => ctx.fresh_role(user).await == Role::Stranger,
+            Some(user) => ctx.access.fresh_role(user).await == Role::Stranger,
             None => true,
         };
         if stranger {
@@ -164,9 +165,9 @@ async fn handle_findings(
         }
     }
     if let Some(skipped) = skipped {
-        if !ctx.is_processed(channel, skipped.last) {
+        if !ctx.runtime.is_processed(channel, skipped.last) {
             // Strangers are told nothing beyond the pairing rules.
-            if ctx.fresh_role(skipped.author).await == Role::Stranger {
+            if ctx.access.fresh_role(skipped.author).await == Role::Stranger {
                 log::info!(
                     "read-back: {} message(s) of a stranger in channel {channel} not answered",
                     skipped.count
@@ -178,24 +179,24 @@ async fn handle_findings(
                 // everything up to it was dealt with.
                 notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
             }
-            ctx.record_processed(channel, skipped.last).await;
+            ctx.runtime.record_processed(channel, skipped.last).await;
         }
     }
     for message in messages {
-        if ctx.stopping.get() {
+        if ctx.lifecycle.stopping() {
             // Unfinished: the read-back is due again at the next start.
             return false;
         }
-        if ctx.is_processed(channel, message.id) {
+        if ctx.runtime.is_processed(channel, message.id) {
             continue;
         }
-        let role = ctx.access.borrow().role(message.author.id);
+        let role = ctx.access.role(message.author.id);
         if role == Role::Owner && is_restart_command(&message.content) {
             log::info!(
                 "read-back: the owner's {:?} from while the bridge was offline is not acted on (it has just started)",
                 message.content.trim()
             );
-            ctx.record_processed(channel, message.id).await;
+            ctx.runtime.record_processed(channel, message.id).await;
             continue;
         }
         let sent = snowflake_unix_ms(message.id);
@@ -234,7 +235,7 @@ fn is_late(sent_unix_ms: u64, began_unix_ms: u64) -> bool {
 /// the record and the files stay: the next start finds them. A spooled
 /// task (not recorded) keeps its files until its result is delivered.
 async fn finish(ctx: &Ctx, channel: Snowflake, message: Snowflake, recorded: bool) {
-    if ctx.record_processed(channel, message).await && recorded {
+    if ctx.runtime.record_processed(channel, message).await && recorded {
         if let Err(e) = ctx.outbox.remove_reply(channel, message).await {
             log::warn!("removing a delivered reply's record: {e}");
         }
@@ -262,15 +263,20 @@ async fn handle_message(
     received_unix_ms: u64,
     late: Option<u64>,
 ) -> Handled {
-    let mut role = ctx.fresh_role(message.author.id).await;
+    let mut role = ctx.access.fresh_role(message.author.id).await;
     let entry = ctx
         .channel_entry(message.channel_id)
         .filter(|_| !message.is_direct());
     if let Some((entry, _)) = entry {
         role = channel_gate::channel_role(entry, role, message.author.id);
     }
-    let tofu_open = ctx.access.borrow().tofu_open(ctx.config.tofu);
-    match decide(role, ctx.safe_mode.get(), tofu_open, message.is_direct()) {
+    let tofu_open = ctx.access.tofu_open();
+    match decide(
+        role,
+        ctx.lifecycle.safe_mode(),
+        tofu_open,
+        message.is_direct(),
+    ) {
         Verdict::Accept => accept(ctx, message, guard, received_unix_ms, late).await,
         Verdict::BecomeOwner => {
             if become_owner(ctx, message).await {
@@ -307,24 +313,8 @@ fn refused(ctx: &Ctx, user: Snowflake) {
 }
 
 async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
-    // Claimed in memory before the first await, so two first messages
-    // cannot both become the owner.
-    let file = {
-        let mut access = ctx.access.borrow_mut();
-        if !access.tofu_open(ctx.config.tofu) {
-            drop(access);
-            return ctx.access.borrow().role(message.author.id) != Role::Stranger;
-        }
-        access.file.owner_id = Some(message.author.id);
-        access.file.clone()
-    };
-    match book::save(&ctx.state_dir, &file).await {
-        Ok(()) => {
-            log::info!(
-                "trust on first use: user {} is now the owner",
-                message.author.id
-            );
-            ctx.access.borrow_mut().remember_written(None);
+    match ctx.access.claim_owner(message.author.id).await {
+        OwnerClaim::Taken => {
             notify(
                 ctx,
                 message.channel_id,
@@ -334,9 +324,8 @@ async fn become_owner(ctx: &Ctx, message: &Message) -> bool {
             .await;
             true
         }
-        Err(e) => {
-            log::error!("saving the TOFU owner failed: {e}; not taking this user as the owner");
-            ctx.access.borrow_mut().file.owner_id = None;
+        OwnerClaim::Closed(role) => role != Role::Stranger,
+        OwnerClaim::Unsaved => {
             ctx.reporter.fail(
                 FailureKind::State,
                 "access.json",
@@ -352,29 +341,27 @@ async fn pair(ctx: &Ctx, message: &Message) {
     refused(ctx, message.author.id);
     let pairing_nonce = nonce::notice(message.id, Notice::Pairing);
     let rules = ctx.tunables.pairing;
-    let decision = ctx.pairing.borrow_mut().on_stranger(
-        message.author.id,
-        message.channel_id,
-        now_unix_ms(),
-        &rules,
-        |n| fastrand::usize(..n),
-    );
+    let decision = match ctx
+        .access
+        .on_stranger(message.author.id, message.channel_id)
+        .await
+    {
+        Ok(decision) => decision,
+        Err(e) => {
+            // A code the operator cannot approve is worse than none.
+            log::error!("saving a pairing code failed: {e}; not sending it");
+            ctx.reporter.fail(
+                FailureKind::State,
+                "pairing.json",
+                None,
+                "pairing write failed",
+            );
+            return;
+        }
+    };
     match decision {
         PairingDecision::Issue(code) => {
-            let file = ctx.pairing.borrow().file.clone();
-            if let Err(e) = pairing::save(&ctx.state_dir, &file).await {
-                // A code the operator cannot approve is worse than none.
-                log::error!("saving a pairing code failed: {e}; not sending it");
-                ctx.reporter.fail(
-                    FailureKind::State,
-                    "pairing.json",
-                    None,
-                    "pairing write failed",
-                );
-                return;
-            }
             ctx.counters.bump(Counter::PairingCodesIssued);
-            ctx.poller_wake.notify(1);
             log::info!(
                 "pairing code issued to user {} (approve with `smolcord pair CODE`)",
                 message.author.id
@@ -437,7 +424,7 @@ async fn accept(
     fetched.fill(&mut task.attachments);
     if !message.is_direct() {
         // The mention only addressed the bot; `content` keeps it.
-        let content = channel_gate::without_mention(&message.content, ctx.bot_user());
+        let content = channel_gate::without_mention(&message.content, ctx.runtime.bot_user());
         task.text = task_text(&content, &task.transcripts);
     }
     let other_attachments = message.attachments.len() > message.audio_attachments().count();
@@ -533,7 +520,7 @@ async fn spool_task(ctx: &Ctx, message: &Message, task: &Task) -> Handled {
         } else {
             log::debug!("spooling task {} (try {failures}): {error}", task.id);
         }
-        if ctx.stopping.get() {
+        if ctx.lifecycle.stopping() {
             log::error!(
                 "spooling task {} failed {failures} time(s) over {:.0} s ({error}); stopping: it stays unprocessed for the next start",
                 task.id,
