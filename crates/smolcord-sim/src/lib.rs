@@ -54,7 +54,7 @@
 //! never receives it, as on Discord. The bot's own REST messages come
 //! back as MESSAGE_CREATE/UPDATE. op 8
 //! Request Guild Members is answered with GUILD_MEMBERS_CHUNK (or
-//! RATE_LIMITED; `members.rs`), against guilds of the bot, its owner and
+//! RATE_LIMITED; `gateway/members.rs`), against guilds of the bot, its owner and
 //! [`SimConfig::guild_members`] more. The default token,
 //! [`DEFAULT_SIM_TOKEN`], is shaped like Discord's: its first part is the
 //! base64 of [`SimConfig::bot_id`] ([`SimConfig::with_token`] sets another).
@@ -66,13 +66,13 @@
 //! Discord's), `Via: 1.1 google` and per-route
 //! bucket headers that count down per major parameter (channel, guild,
 //! webhook); 429s come in Discord's three scopes with its headers and body
-//! (the table in `ratelimit_headers.rs`). Limits are enforced only with
+//! (the table in `rest/ratelimit_headers.rs`). Limits are enforced only with
 //! [`SimConfig::rest_rate_limit`]; without it the counts run against
 //! [`RestRateLimit::REPORTED`] and nothing is refused. Message bodies are
-//! checked field by field (`message_body.rs`: 400 50035 naming the field),
-//! and replies get `referenced_message` (`replies.rs`). A thread started
+//! checked field by field (`rest/message_body.rs`: 400 50035 naming the field),
+//! and replies get `referenced_message` (`rest/replies.rs`). A thread started
 //! from a message (`POST /channels/{id}/messages/{id}/threads`) is a
-//! channel of its own whose id is the message's (`threads.rs`);
+//! channel of its own whose id is the message's (`rest/threads.rs`);
 //! [`Simulator::post_in_channel`] posts in it like in any channel.
 //!
 //! Every message in a channel (injected users' and the bot's; not raw
@@ -119,12 +119,12 @@
 //! | a reply's `message_reference` names a message that exists (`fail_if_not_exists` defaults to true) | 400 50035 on `message_reference`; with `fail_if_not_exists: false` the message is sent without the reference | documented |
 //! | only the author edits a message's content | 403 50005 | documented error code |
 //! | a message's `nonce` in `GET /channels/{id}/messages` | left out | the docs list `nonce` on the message object without saying where it comes back; Discord returns it in the create answer and the MESSAGE_CREATE event only (a client building a ledger on nonces read back would pass here and fail there) |
-//! | MESSAGE_CONTENT "across Discord's APIs" for REST reads | `GET /channels/{id}/messages` withholds a guild message's content unless the application has the intent enabled ([`SimConfig::enabled_privileged_intents`]), the bot wrote it or is mentioned | the gateway's rule, per application instead of per session (`content.rs`) |
+//! | MESSAGE_CONTENT "across Discord's APIs" for REST reads | `GET /channels/{id}/messages` withholds a guild message's content unless the application has the intent enabled ([`SimConfig::enabled_privileged_intents`]), the bot wrote it or is mentioned | the gateway's rule, per application instead of per session (`model/content.rs`) |
 //! | a reply's `referenced_message` without MESSAGE_CONTENT | judged on its own: its text only if the bot wrote it or is mentioned in it | undocumented; the strict reading (a mention does not open the message it answers) |
-//! | custom emoji (`name:id`) in a reaction | 400 10014 Unknown Emoji: the simulator has none; any other emoji is taken as Unicode | a server's emoji list is not modelled (`reactions.rs`) |
+//! | custom emoji (`name:id`) in a reaction | 400 10014 Unknown Emoji: the simulator has none; any other emoji is taken as Unicode | a server's emoji list is not modelled (`rest/reactions.rs`) |
 //! | a user's reply pings whom it answers | that author in `mentions` unless the post says `ping_replied: false` | Discord's client default |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
-//! | files of a message create or edit: "the file upload size limit applies to each file in a request", 20 MiB by default (since 2026-09-04; 10 MiB before); 30015 "Maximum number of attachments in a message reached (10)"; 40005 "Request entity too large" | a file over [`SimConfig::upload_limit`] (20 MiB), or a request over 25 MiB in all: 413 40005; 11 files or more: 400 30015 (`upload_limits.rs`) | the docs name no request total since 2024 (before: 25 MiB "applies to all files in a request"); 30015, not 50035, because it is the documented code and what Discord answered for 11 files |
+//! | files of a message create or edit: "the file upload size limit applies to each file in a request", 20 MiB by default (since 2026-09-04; 10 MiB before); 30015 "Maximum number of attachments in a message reached (10)"; 40005 "Request entity too large" | a file over [`SimConfig::upload_limit`] (20 MiB), or a request over 25 MiB in all: 413 40005; 11 files or more: 400 30015 (`rest/upload_limits.rs`) | the docs name no request total since 2024 (before: 25 MiB "applies to all files in a request"); 30015, not 50035, because it is the documented code and what Discord answered for 11 files |
 //! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
 //!
 //! # Control API
@@ -176,62 +176,36 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations)]
 
-mod bot_token;
-mod cdn;
-mod clock;
-mod config;
-mod content;
 mod control;
-mod events;
-mod faults;
 mod gateway;
-mod history;
-mod http;
-mod identify;
-mod inject;
-mod members;
-mod message_body;
-mod multipart;
-mod nonces;
-mod objects;
-mod pacing;
-mod payload_checks;
-mod queue;
-mod ratelimit;
-mod ratelimit_headers;
-mod reactions;
-mod replies;
+mod model;
 mod rest;
 mod server;
-mod session;
-mod sim_error;
 mod state;
-mod stats;
-mod threads;
-mod tls;
-mod upload_limits;
-mod zlib;
-mod zstd;
+mod wire;
 
-pub use bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
-pub use cdn::{generated_bytes, CdnFault, MAX_GENERATED_BYTES};
-pub use config::{SessionStartLimit, SimChannel, SimConfig, SimGuild};
-pub use events::{next_matching, SimEvent};
-pub use faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
-pub use inject::{ChannelPost, SimFile, VoiceNote};
-pub use members::MAX_GUILD_MEMBERS;
-pub use pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
-pub use ratelimit::RestRateLimit;
-pub use rest::{BotMessage, RestRecord};
-pub use sim_error::SimError;
-pub use stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
-pub use tls::SimTls;
-pub use upload_limits::{DEFAULT_UPLOAD_LIMIT, MAX_ATTACHMENTS, MAX_REQUEST_BYTES};
-pub use zlib::SYNC_FLUSH_SUFFIX;
+pub use control::cdn::{generated_bytes, MAX_GENERATED_BYTES};
+pub use control::inject::{ChannelPost, SimFile, VoiceNote};
+pub use model::bot_token::{bot_id_of_token, sim_token_for, DEFAULT_SIM_TOKEN};
+pub use model::config::{
+    RestRateLimit, SessionStartLimit, SimChannel, SimConfig, SimGuild, DEFAULT_UPLOAD_LIMIT,
+    MAX_GUILD_MEMBERS,
+};
+pub use model::sim_error::SimError;
+pub use rest::upload_limits::{MAX_ATTACHMENTS, MAX_REQUEST_BYTES};
+pub use state::cdn::CdnFault;
+pub use state::events::{next_matching, SimEvent};
+pub use state::faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
+pub use state::history::BotMessage;
+pub use state::pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
+pub use state::rest_log::RestRecord;
+pub use state::stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
+pub use wire::tls::SimTls;
+pub use wire::zlib::SYNC_FLUSH_SUFFIX;
 
 use serde_json::Value;
 use smolcord::protocol::Snowflake;
-use state::Shared;
+use state::shared::Shared;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -370,7 +344,7 @@ impl Simulator {
 
     /// How identifies are paced now.
     pub fn identify_pacing(&self) -> IdentifyPacing {
-        self.shared().lock().pacing
+        self.shared().lock().limits.pacing()
     }
 
     /// Changes identify pacing from now on (what `POST /control/identify`
@@ -512,7 +486,7 @@ impl Simulator {
 
     /// Every REST request received (the most recent 10 000).
     pub fn rest_requests(&self) -> Vec<RestRecord> {
-        self.shared().lock().rest_log.iter().cloned().collect()
+        self.shared().lock().rest_log.records().cloned().collect()
     }
 
     /// The emoji the bot reacted with on a message (empty for an unknown
@@ -523,7 +497,7 @@ impl Simulator {
             .dir
             .history
             .get(channel_id.get(), message_id.get())
-            .map(|m| reactions::own(&m.object))
+            .map(|m| rest::reactions::own(&m.object))
             .unwrap_or_default()
     }
 

@@ -2,10 +2,16 @@
 //! task per TCP connection that reads HTTP requests and hands each to the
 //! gateway, REST, control or attachment side.
 
-use super::http::{HttpConn, Response};
-use super::state::Shared;
-use super::tls::SimStream;
-use super::{cdn, control, gateway, objects, queue, ratelimit_headers, rest};
+use crate::control::api as control;
+use crate::gateway::connection as gateway;
+use crate::gateway::queue;
+use crate::model::objects;
+use crate::rest::cdn;
+use crate::rest::ratelimit_headers;
+use crate::rest::routes as rest;
+use crate::state::shared::Shared;
+use crate::wire::http::{HttpConn, Response};
+use crate::wire::tls::SimStream;
 use async_net::{TcpListener, TcpStream};
 use futures_lite::future::or;
 use serde_json::json;
@@ -100,7 +106,7 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
                 if let Some(status) = err.status {
                     // A body over the cap is Discord's 413 40005.
                     let response = match status {
-                        413 => super::upload_limits::too_large(),
+                        413 => crate::rest::upload_limits::too_large(),
                         _ => Response::json(status, &json!({"message": err.message, "code": 0})),
                     };
                     let _ = conn.write_response(&response, false).await;

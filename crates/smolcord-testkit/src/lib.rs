@@ -5,7 +5,8 @@
 //! - [`logs`]: one capturing logger per test binary;
 //! - rigs per layer: [`shard`], a raw gateway and HTTP client for the
 //!   simulator ([`sim_client`]), a test CA ([`tls`]), an identify queue
-//!   service whose answers the test decides ([`queue_server`]).
+//!   service whose answers the test decides ([`queue_server`]);
+//! - [`layers`]: the folder-layer check of the bridge and the simulator.
 //!
 //! The application's own rigs (the binary as a child process, the bridge,
 //! the recorder) live in its test binary, beside the code they drive.
@@ -18,6 +19,7 @@
     clippy::missing_panics_doc
 )]
 
+pub mod layers;
 pub mod logs;
 pub mod queue_server;
 pub mod shard;

@@ -2,7 +2,7 @@
 //! ACKs and MESSAGE_CREATE dispatches, in plain text, zlib-stream or
 //! zstd-stream.
 //!
-//! The objects carry the field set of `crates/smolcord-sim/src/objects.rs`, which
+//! The objects carry the field set of `crates/smolcord-sim/src/model/objects.rs`, which
 //! twilight-model deserializes strictly (`crates/smolcord-sim/tests/sim/sim_compat.rs`). The flood's
 //! MESSAGE_CREATE is a DM from another bot: both clients decode it in full,
 //! and the bridge does the least with it (decoded, classified "from a

@@ -445,9 +445,15 @@ fn a_process_that_escapes_the_group_with_setsid_is_named_in_the_log() {
     let _serial = support::logs::serial();
     let dir = tempfile::tempdir().unwrap();
     // The daemon is in its own session before the command ends (else the
-    // group's kill could catch it first).
+    // group's kill could catch it first), and is `sleep` by then: `ready`
+    // alone let the command end between the touch and the exec, and the
+    // warning named `(sh)` (seen under load). setsid does not fork here
+    // (a job of a shell without job control leads no group), so `$!` is
+    // the daemon.
     let script = "setsid sh -c 'touch ready; exec sleep 60' < /dev/null > /dev/null 2>&1 & \
-        while [ ! -e ready ]; do sleep 0.01; done; echo started";
+        daemon=$!; \
+        while [ ! -e ready ] || [ \"$(cat /proc/$daemon/comm 2>/dev/null)\" != sleep ]; \
+        do sleep 0.01; done; echo started";
     let mut spec = spec(&["/bin/sh", "-c", script], SHORT);
     spec.cwd = Some(dir.path().to_path_buf());
     let out = run(spec).expect("run");

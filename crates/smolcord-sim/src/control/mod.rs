@@ -1,0 +1,6 @@
+//! Driving the simulator: the control API over HTTP and the ready-made dispatches it and the Rust handle inject.
+
+pub(crate) mod api;
+pub(crate) mod cdn;
+pub(crate) mod fields;
+pub(crate) mod inject;
