@@ -366,8 +366,9 @@ impl RestClient {
                     redirects: redirects + 1,
                 });
             }
-            log::debug!("{hop_route}: redirected to {}", download_route(&next)?);
-            hop_route = download_route(&next)?;
+            let next_route = download_route(&next)?;
+            log::debug!("{hop_route}: redirected to {next_route}");
+            hop_route = next_route;
             hop_url = next;
         }
         Err(RestError::TooManyRedirects {
