@@ -25,7 +25,7 @@
 #       the default file limit fail (see image-check.sh).
 # Environment: ROUNDS (3), CDN_BYTES_PER_SEC (2097152), HEARTBEAT_MS (1000),
 # BUSYBOX (/bin/busybox).
-import json, os, subprocess, sys, time, urllib.request, tempfile, signal, statistics, uuid
+import json, os, shutil, subprocess, sys, time, urllib.request, tempfile, signal, statistics, uuid
 
 BIN = os.environ.get("SMOLCORD_BIN", "target/debug/smolcord")
 SIM_BIN = os.environ.get("SIM_BIN", "target/debug/smolcord")
@@ -165,6 +165,8 @@ def run_once(kind, port):
         sim.send_signal(signal.SIGINT)
         sim.wait(20)
     late_warnings = sum(1 for l in open(f"{bot.state}.log") if "late" in l.lower() and "heartbeat" in l.lower())
+    shutil.rmtree(bot.state, ignore_errors=True)
+    os.remove(f"{bot.state}.log")
     return {"idle": idle["VmHWM"] / 1024, "peak": after["VmHWM"] / 1024, "rss_after": after["VmRSS"] / 1024,
             "took": took, "beats": beats, "late_warnings": late_warnings,
             "gateway": {k: gateway.get(k) for k in ("heartbeats", "late_heartbeats", "missed_deadlines")}}
