@@ -125,7 +125,24 @@
 //! | a user's reply pings whom it answers | that author in `mentions` unless the post says `ping_replied: false` | Discord's client default |
 //! | message body fields of their documented types and sizes (content ≤ 2000, ≤ 10 embeds, embed title ≤ 256 as a string, …) | 400 50035 naming the field | documented types and limits |
 //! | files of a message create or edit: "the file upload size limit applies to each file in a request", 20 MiB by default (since 2026-09-04; 10 MiB before); 30015 "Maximum number of attachments in a message reached (10)"; 40005 "Request entity too large" | a file over [`SimConfig::upload_limit`] (20 MiB), or a request over 25 MiB in all: 413 40005; 11 files or more: 400 30015 (`rest/upload_limits.rs`) | the docs name no request total since 2024 (before: 25 MiB "applies to all files in a request"); 30015, not 50035, because it is the documented code and what Discord answered for 11 files |
+//! | an interaction's answers (type 4, a deferred one's edits) | kept with the interaction ([`Simulator::interaction_answer`]), not in the channel's history, ephemeral or not | an ephemeral answer is in no history on Discord; the bridge answers only ephemerally, so a non-ephemeral answer's message is not modelled |
+//! | a callback after the 3 s deadline | 404 10062 Unknown interaction, and the interaction counts as answered late | what Discord answers an interaction it has given up on (its client shows "did not respond") |
+//! | `PATCH …/messages/@original` before any callback | 404 10008 Unknown Message | there is no original message yet |
+//! | a token used past 15 minutes, or for another application | 401 50027 Invalid Webhook Token | Discord's answer for an expired interaction webhook |
+//! | `PUT /applications/{id}/commands` for another application | 403 50001 Missing Access | the bot token is not that application's |
+//! | a command used where its `contexts` do not allow, or an option it does not declare | [`Simulator::use_command`] refuses (`SimError::UnknownCommand`) | Discord's client offers only what is registered for the place |
 //! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
+//!
+//! Application commands (`state/app_commands.rs`, `state/interactions.rs`,
+//! `rest/interactions.rs`, `control/commands.rs`): `PUT
+//! /applications/{id}/commands` registers the global commands (a bulk
+//! overwrite, checked field by field); [`Simulator::use_command`] is a
+//! user's use of one in their DM with the bot (INTERACTION_CREATE);
+//! `POST /interactions/{id}/{token}/callback` (type 4 or 5, flag 64
+//! ephemeral; within [`ANSWER_DEADLINE`], once) and `PATCH
+//! /webhooks/{app}/{token}/messages/@original` (for [`TOKEN_LIFETIME`])
+//! answer it, authorised by the token; [`Simulator::interaction_answer`]
+//! reads what the bot answered.
 //!
 //! # Control API
 //!
@@ -169,6 +186,12 @@
 //!   full speed) → the settings ([`CdnFault`]).
 //! - `POST /control/channel-permission` — `{"channel_id", "send_messages":
 //!   bool}`: the bot's Send Messages there (without it: 403 50013).
+//! - `POST /control/command` — `{"user_id", "user_name", "name",
+//!   "options": {"code": "ABCD2345"}}`: the user uses a registered command
+//!   in their DM with the bot → `{"interaction_id", "channel_id"}`;
+//!   `GET /control/interaction?id=ID` — how the bot answered it:
+//!   `{"answered": false}` or `{"answered": true, "deferred", "ephemeral",
+//!   "content", "edits", "after_ms", "refused_callbacks"}`.
 //! - `GET /control/stats` — [`SimStats`]; `GET /control/rest-log` — every
 //!   [`RestRecord`]; `GET /control/messages?channel_id=ID` — the bot's
 //!   messages there ([`BotMessage`]).
@@ -197,6 +220,9 @@ pub use state::cdn::CdnFault;
 pub use state::events::{next_matching, SimEvent};
 pub use state::faults::{Fault, RestFault, RestFaultKind, UploadScope, FLOOD_USER_ID};
 pub use state::history::BotMessage;
+pub use state::interactions::{
+    InteractionAnswer, UsedCommand, ANSWER_DEADLINE, INTERACTIONS_KEPT, TOKEN_LIFETIME,
+};
 pub use state::pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
 pub use state::rest_log::RestRecord;
 pub use state::stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
@@ -473,6 +499,49 @@ impl Simulator {
     /// The DM channel with `user_id` (created on first use).
     pub fn dm_channel_of(&self, user_id: u64) -> Snowflake {
         self.shared().dm_channel_of(user_id)
+    }
+
+    /// A user uses the registered command `name` (with string `options`,
+    /// `(name, value)`) in their DM with the bot: INTERACTION_CREATE goes
+    /// to the bot (`control/commands.rs`). The error names a command that is
+    /// not registered for the bot's DM, or an option it does not declare.
+    pub fn use_command(
+        &self,
+        user_id: u64,
+        user_name: &str,
+        name: &str,
+        options: &[(&str, &str)],
+    ) -> Result<UsedCommand, SimError> {
+        self.shared().use_command(user_id, user_name, name, options)
+    }
+
+    /// Dispatches an interaction's INTERACTION_CREATE again, as a resume
+    /// replays it. Returns the seqs given.
+    pub fn replay_interaction(&self, interaction_id: Snowflake) -> Result<Vec<u64>, SimError> {
+        self.shared().replay_interaction(interaction_id)
+    }
+
+    /// How the bot answered an interaction (`None`: not, or not in time).
+    pub fn interaction_answer(&self, interaction_id: Snowflake) -> Option<InteractionAnswer> {
+        self.shared().interaction_answer(interaction_id)
+    }
+
+    /// Whether a callback for the interaction came after its deadline
+    /// (refused 10062).
+    pub fn interaction_answered_late(&self, interaction_id: Snowflake) -> bool {
+        self.shared().interaction_late(interaction_id)
+    }
+
+    /// The application's global commands as registered, and how many bulk
+    /// overwrites were taken.
+    pub fn registered_commands(&self) -> (Vec<Value>, u64) {
+        self.shared().registered_commands()
+    }
+
+    /// Sets the first answer's deadline ([`ANSWER_DEADLINE`]) and the
+    /// token's lifetime ([`TOKEN_LIFETIME`]), for tests of late answers.
+    pub fn set_interaction_deadlines(&self, answer: Duration, token: Duration) {
+        self.shared().set_interaction_deadlines(answer, token)
     }
 
     /// Everything measured so far.

@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Secrets never reach the line: the token (Identify and Resume `d.token`),
-//! the session id (Resume and READY `d.session_id`), and, as a second line
+//! the session id (Resume and READY `d.session_id`), an interaction's
+//! token (INTERACTION_CREATE `d.token`), and, as a second line
 //! of defence, the known token wherever it appears. Frames over
 //! [`ABBREVIATE_OVER`] bytes show their first [`HEAD_BYTES`] only.
 //!
@@ -244,7 +245,8 @@ fn describe(frame: &Frame) -> String {
 }
 
 /// The secret strings a frame carries: Identify's token, Resume's token
-/// and session id, READY's session id.
+/// and session id, READY's session id, an interaction's token (it answers
+/// and edits as the application for 15 minutes).
 fn secrets_in(frame: &Frame) -> Vec<String> {
     #[derive(Deserialize)]
     struct Secrets {
@@ -252,7 +254,7 @@ fn secrets_in(frame: &Frame) -> Vec<String> {
         session_id: Option<String>,
     }
     let carries_secrets = matches!(frame.opcode(), Some(OpCode::Identify | OpCode::Resume))
-        || frame.event_name() == Some("READY");
+        || matches!(frame.event_name(), Some("READY" | "INTERACTION_CREATE"));
     if !carries_secrets {
         return Vec::new();
     }
@@ -338,6 +340,15 @@ mod tests {
             text,
             Some(&token),
         )
+    }
+
+    #[test]
+    fn an_interactions_token_is_redacted() {
+        let text = r#"{"op":0,"s":9,"t":"INTERACTION_CREATE","d":{"id":"5","type":2,"token":"aW50ZXJhY3Rpb24.secret-interaction","data":{"name":"status"}}}"#;
+        let shown = line(Direction::In, text);
+        assert!(!shown.contains("secret-interaction"), "{shown}");
+        assert!(shown.contains(r#""token":"<redacted>""#), "{shown}");
+        assert!(shown.contains("status"), "the rest stays: {shown}");
     }
 
     fn assert_clean(line: &str) {

@@ -406,6 +406,8 @@ impl Bridge {
             safe_mode_told: false,
             readback: intake::readback::Readback::default(),
             drop_log: report::throttle::Throttle::new(1, intake::dispatch::DROP_LOG_INTERVAL),
+            interactions: Default::default(),
+            commands_registering: false,
         };
         let outcome = ex
             .run(smolcord::loopwatch::watch(

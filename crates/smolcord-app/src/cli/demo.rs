@@ -1,5 +1,6 @@
 //! The demo (`smolcord` with no token): the full bridge against the
-//! embedded simulator. A simulated user pairs, sends text and a voice note,
+//! embedded simulator. A simulated user pairs (approved on the host; a
+//! second one by the owner's `/approve` slash command), sends text and a voice note,
 //! a second user sends a voice note at the same time, the first sends a
 //! photo and a note that the agent reads from disk and answers with a PNG,
 //! a long-running agent drops a result in the spool — and the report shows what was handled and
@@ -31,6 +32,8 @@ const STEP: Duration = Duration::from_secs(30);
 
 const ALICE: u64 = 4_242;
 const BOB: u64 = 4_343;
+/// The bot's owner: approves Bob with the `/approve` slash command.
+const OWNER: u64 = 4_141;
 
 /// Runs the demo to completion (or Ctrl-C) and prints the report.
 pub async fn run() -> Result<ExitCode, String> {
@@ -54,6 +57,7 @@ pub async fn run() -> Result<ExitCode, String> {
     config.transcribe_cmd = Some(vec![exe.clone(), "demo-transcribe".into()]);
     config.agent_cmd = Some(vec![exe, "demo-agent".into()]);
     config.results_poll_ms = 250;
+    config.owner_id = Some(OWNER.to_string());
     let tunables = Tunables {
         placeholder_after: Some(Duration::from_millis(1500)),
         ..Tunables::default()
@@ -118,13 +122,22 @@ async fn play_users(sim: &Simulator, state_dir: &Path) -> Result<(), String> {
         sim,
         state_dir,
         &mut transcript,
-        ALICE,
-        "alice",
+        (ALICE, "alice"),
         "hello? is anyone there?",
+        Approver::Shell,
     )
     .await?;
-    // Bob pairs too, so two channels work at once.
-    let bob_dm = pair(sim, state_dir, &mut transcript, BOB, "bob", "hi").await?;
+    // Bob pairs too, so two channels work at once; the owner approves him
+    // from Discord, with a slash command.
+    let bob_dm = pair(
+        sim,
+        state_dir,
+        &mut transcript,
+        (BOB, "bob"),
+        "hi",
+        Approver::SlashCommand,
+    )
+    .await?;
 
     say(sim, ALICE, "alice", "what is the load on the Pi?");
     voice(sim, ALICE, "alice", "remind me to water the plants");
@@ -176,15 +189,23 @@ async fn play_users(sim: &Simulator, state_dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// How a pairing code is approved in the demo.
+enum Approver {
+    /// On the host, as `smolcord pair CODE` does.
+    Shell,
+    /// By the owner, `/approve` in their DM with the bot.
+    SlashCommand,
+}
+
 /// A stranger writes, gets a pairing code, and the operator approves it
-/// the way `smolcord pair CODE` does. Returns the user's DM channel.
+/// (`approver`). Returns the user's DM channel.
 async fn pair(
     sim: &Simulator,
     state_dir: &Path,
     transcript: &mut Transcript,
-    user: u64,
-    name: &str,
+    (user, name): (u64, &str),
     greeting: &str,
+    approver: Approver,
 ) -> Result<Snowflake, String> {
     let channel = say(sim, user, name, greeting);
     let code = transcript
@@ -195,14 +216,52 @@ async fn pair(
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_alphanumeric()).next())
         .map(str::to_owned)
         .ok_or("the pairing message had no code")?;
-    say!("   $ smolcord pair {code}      # the operator approves {name}");
-    approve_code(state_dir, &code, now_unix_ms())
-        .await
-        .map_err(|e| e.to_string())?;
+    match approver {
+        Approver::Shell => {
+            say!("   $ smolcord pair {code}      # the operator approves {name}");
+            approve_code(state_dir, &code, now_unix_ms())
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        Approver::SlashCommand => approve_by_slash_command(sim, &code).await?,
+    }
     transcript
         .wait_for(sim, channel, |text| text.contains("approved"))
         .await?;
     Ok(channel)
+}
+
+/// The owner types `/approve code:CODE` in the bot's DM; prints the
+/// answer only they see.
+async fn approve_by_slash_command(sim: &Simulator, code: &str) -> Result<(), String> {
+    let deadline = Instant::now() + STEP;
+    // The bridge registers its commands in the background after READY.
+    while sim.registered_commands().0.is_empty() {
+        if Instant::now() >= deadline {
+            return Err("the bridge registered no slash commands".into());
+        }
+        Timer::after(Duration::from_millis(50)).await;
+    }
+    say!("-> owner: /approve code:{code}      # a slash command in the bot's DM, no shell");
+    let used = sim
+        .use_command(OWNER, "owner", "approve", &[("code", code)])
+        .map_err(|e| e.to_string())?;
+    loop {
+        let answer = sim.interaction_answer(used.interaction_id);
+        if let Some(text) = answer.as_ref().and_then(|a| a.content.as_deref()) {
+            let seen_by = if answer.as_ref().is_some_and(|a| a.ephemeral) {
+                "only the owner sees this"
+            } else {
+                "everyone sees this"
+            };
+            say!("<- bot ({seen_by}): {text}");
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err("no answer to the owner's /approve".into());
+        }
+        Timer::after(Duration::from_millis(50)).await;
+    }
 }
 
 fn say(sim: &Simulator, user: u64, name: &str, text: &str) -> Snowflake {

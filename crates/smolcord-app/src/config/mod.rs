@@ -164,6 +164,10 @@ pub struct Config {
     /// [`reactions`]); none by default.
     #[serde(default)]
     pub reactions: Reactions,
+    /// Show the agent's output so far in the "working…" placeholder while
+    /// it runs (an agent that prints as it thinks); the reply replaces it.
+    #[serde(default)]
+    pub stream_replies: bool,
 }
 
 fn default_api_base() -> String {

@@ -57,6 +57,7 @@ pub(super) const KEYS: &[&str] = &[
     "extra_ca_file",
     "channels",
     "reactions",
+    "stream_replies",
 ];
 
 /// Keys people reach for that must never hold the token.
@@ -94,6 +95,7 @@ pub(super) fn defaults() -> Config {
         extra_ca_file: None,
         channels: Vec::new(),
         reactions: Default::default(),
+        stream_replies: false,
     }
 }
 

@@ -200,6 +200,7 @@ fn every_listed_key_is_a_config_key() {
         "\"ca.pem\"",
         "[{\"id\": \"5\", \"mention\": false}]",
         "{\"taken\": \"👀\"}",
+        "true",
     ];
     assert_eq!(values.len(), parse::KEYS.len());
     // `shard` and `shards` exclude each other: one body each.

@@ -24,6 +24,8 @@ pub mod sections;
 
 pub use sections::{CountersSnapshot, HeartbeatAccount, Stalls};
 
+pub mod short;
+
 use crate::chart::Charset;
 use serde::{Deserialize, Serialize};
 use smolcord::loopwatch;

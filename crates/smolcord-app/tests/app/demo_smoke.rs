@@ -22,6 +22,9 @@ fn the_demo_runs_to_its_report() {
         "photo.png is a 70 byte PNG; my answer is answer.png; notes.txt starts «water the plants»",
         "<- bot: [answer.png, 70 bytes, image/png]",
         "gateway sessions      1",
+        // Bob is approved by the owner's slash command, ephemerally.
+        "-> owner: /approve code:",
+        "<- bot (only the owner sees this): Approved: user 4343 may now talk to the agent",
         "heartbeat, gateway",
         // The client's account drawn as `smolcord status` draws it; stdout
         // is a pipe, so in ASCII.

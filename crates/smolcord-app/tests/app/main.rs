@@ -19,6 +19,8 @@ mod bridge_bounds;
 #[cfg(feature = "sim")]
 mod bridge_channels;
 #[cfg(feature = "sim")]
+mod bridge_commands;
+#[cfg(feature = "sim")]
 mod bridge_context;
 #[cfg(feature = "sim")]
 mod bridge_exactly_once;
@@ -39,6 +41,8 @@ mod bridge_readback;
 mod bridge_shards;
 #[cfg(feature = "sim")]
 mod bridge_state;
+#[cfg(feature = "sim")]
+mod bridge_streaming;
 #[cfg(feature = "sim")]
 mod bridge_threads;
 #[cfg(feature = "sim")]

@@ -35,7 +35,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
                 "POST /control/dm", "POST /control/guild-message",
                 "POST /control/channel-permission", "GET /control/stats",
                 "GET /control/identify", "POST /control/identify",
-                "GET /control/rest-log", "GET /control/messages?channel_id=ID"]}),
+                "GET /control/rest-log", "GET /control/messages?channel_id=ID",
+                "POST /control/command", "GET /control/interaction?id=ID"]}),
         ),
         ("POST", "/fault") => {
             let fault = Fault::from_json(&body(request)?).map_err(bad)?;
@@ -68,6 +69,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         ("POST", "/dm") => dm(shared, &body(request)?)?,
         ("POST", "/dm-file") => super::cdn::dm_file(shared, &body(request)?)?,
         ("POST", "/cdn") => super::cdn::control(shared, &body(request)?)?,
+        ("POST", "/command") => super::commands_api::use_command(shared, &body(request)?)?,
+        ("GET", "/interaction") => super::commands_api::answer(shared, request)?,
         ("POST", "/guild-message") => {
             let body = body(request)?;
             let channel = id_field(&body, "channel_id")?;
@@ -126,7 +129,9 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             | "/stats"
             | "/identify"
             | "/rest-log"
-            | "/messages",
+            | "/messages"
+            | "/command"
+            | "/interaction",
         ) => Response::json(
             405,
             &json!({"error": format!("{method} is not allowed on /control{path}")}),

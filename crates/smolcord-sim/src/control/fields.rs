@@ -1,5 +1,5 @@
 //! The control API's request bodies: a JSON object, and its fields read
-//! with a clear 400 naming the field (shared by `api.rs` and `cdn.rs`).
+//! with a 400 naming the field when one is missing or of the wrong type.
 
 use crate::wire::http::{Request, Response};
 use serde_json::{json, Value};

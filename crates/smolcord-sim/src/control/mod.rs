@@ -2,5 +2,7 @@
 
 pub(crate) mod api;
 pub(crate) mod cdn;
+pub(crate) mod commands;
+pub(crate) mod commands_api;
 pub(crate) mod fields;
 pub(crate) mod inject;

@@ -19,6 +19,11 @@ pub enum SimError {
         /// The message.
         message: Snowflake,
     },
+    /// No registered command of this name usable in a DM with the bot
+    /// (or an option it does not declare).
+    UnknownCommand(String),
+    /// No interaction with this id is remembered.
+    UnknownInteraction(Snowflake),
     /// A figure outside what the simulator serves.
     OutOfRange {
         /// The field.
@@ -40,6 +45,11 @@ impl fmt::Display for SimError {
             SimError::UnknownMessage { channel, message } => {
                 write!(f, "message {message} is not in channel {channel}")
             }
+            SimError::UnknownCommand(name) => write!(
+                f,
+                "`/{name}` is not a registered command usable in the bot's DM (the application registers its commands with PUT /applications/{{id}}/commands)"
+            ),
+            SimError::UnknownInteraction(id) => write!(f, "interaction {id} is not known"),
             SimError::OutOfRange { field, value, max } => {
                 write!(f, "{field} must be 1 to {max}, not {value}")
             }

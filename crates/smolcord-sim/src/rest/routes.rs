@@ -307,7 +307,8 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
     if route == Route::Gateway {
         return Response::json(200, &json!({"url": shared.gateway_url()}));
     }
-    if !authorized(shared, request) {
+    // The interaction routes are authorised by the token in their path.
+    if route.interaction_token().is_none() && !authorized(shared, request) {
         return error(401, 0, "401: Unauthorized");
     }
     let config = &shared.config;
@@ -402,6 +403,25 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
             message_id,
             emoji,
         } => super::reactions::add_own(shared, state, channel_id.get(), message_id.get(), emoji),
+        Route::SetGlobalCommands { application_id } => {
+            super::interactions::set_global(shared, state, application_id, body.json.as_ref())
+        }
+        Route::CreateInteractionResponse {
+            interaction_id,
+            token,
+        } => {
+            super::interactions::callback(state, interaction_id, token.expose(), body.json.as_ref())
+        }
+        Route::EditOriginalResponse {
+            application_id,
+            token,
+        } => super::interactions::edit_original(
+            shared,
+            state,
+            application_id,
+            token.expose(),
+            body.json.as_ref(),
+        ),
         // A route the client knows and the simulator does not serve yet.
         _ => not_found(),
     };

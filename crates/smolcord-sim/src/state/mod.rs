@@ -1,5 +1,6 @@
 //! The simulator's state: the books one lock holds (sessions, history, nonces, rate limits, pacing, faults, statistics, events) and the lock.
 
+pub(crate) mod app_commands;
 pub(crate) mod cdn;
 pub(crate) mod conns;
 pub(crate) mod directory;
@@ -7,6 +8,7 @@ pub(crate) mod events;
 pub(crate) mod faults;
 pub(crate) mod gateway_limits;
 pub(crate) mod history;
+pub(crate) mod interactions;
 pub(crate) mod nonces;
 pub(crate) mod pacing;
 pub(crate) mod ratelimit;

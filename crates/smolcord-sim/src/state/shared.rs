@@ -64,6 +64,8 @@ pub(crate) struct State {
     /// Session starts, identify buckets, the queue, op 8's window.
     pub(crate) limits: GatewayLimits,
     pub(crate) rate_book: RateBook,
+    /// Registered commands and their uses (`state/interactions.rs`).
+    pub(crate) interactions: super::interactions::InteractionBook,
 }
 
 /// Everything the simulator's parts share.
@@ -104,6 +106,7 @@ impl Shared {
             ids: IdGen::ahead(config.clock_ahead),
             limits: GatewayLimits::new(&config),
             rate_book: RateBook::default(),
+            interactions: Default::default(),
         };
         Shared {
             config,

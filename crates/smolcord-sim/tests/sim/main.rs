@@ -12,6 +12,7 @@ mod sim_faults;
 mod sim_gateway;
 mod sim_history;
 mod sim_http;
+mod sim_interactions;
 mod sim_layers;
 mod sim_members;
 mod sim_nonce;

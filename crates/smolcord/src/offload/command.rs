@@ -49,6 +49,9 @@ pub struct CommandSpec {
     pub cwd: Option<PathBuf>,
     /// Time between SIGTERM and SIGKILL after a timeout.
     pub kill_grace: Duration,
+    /// `Some`: stdout so far is also noted here while the command runs
+    /// (the output still comes whole in [`CommandOutput::stdout`]).
+    pub stdout_progress: Option<super::OutputProgress>,
 }
 
 /// The environment a command runs with.
@@ -84,6 +87,7 @@ impl CommandSpec {
             stderr_tail: None,
             cwd: None,
             kill_grace: Self::DEFAULT_KILL_GRACE,
+            stdout_progress: None,
         }
     }
 

@@ -36,6 +36,7 @@ mod json;
 mod leftovers;
 mod lock;
 mod program;
+mod progress;
 mod supervise;
 mod tree;
 
@@ -52,6 +53,7 @@ pub use json::{read_json, Fallback};
 pub use leftovers::MARKER_VAR;
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
 pub use program::{find_program, ProgramError};
+pub use progress::{OutputProgress, PROGRESS_TAIL};
 pub use tree::{list_files, modified, remove_tree, tree_bytes, DirFiles, TREE_DEPTH};
 
 /// Runs a blocking closure on the `blocking` thread pool and awaits its result.

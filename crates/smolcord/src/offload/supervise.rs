@@ -75,6 +75,7 @@ pub(crate) async fn run(spec: CommandSpec) -> Result<CommandOutput, Error> {
     let stderr = stderr.map(Async::new).transpose().map_err(wrap_failed)?;
 
     let mut out = Capture::new(spec.output_cap);
+    out.progress = spec.stdout_progress.clone();
     let mut err = match spec.stderr_tail {
         Some(keep) => Capture::tail(keep),
         None => Capture::new(spec.output_cap),
@@ -456,6 +457,8 @@ struct Capture {
     cap: usize,
     tail: bool,
     truncated: bool,
+    /// Where a caller watches the stream while it comes.
+    progress: Option<super::OutputProgress>,
 }
 
 impl Capture {
@@ -465,6 +468,7 @@ impl Capture {
             cap,
             tail: false,
             truncated: false,
+            progress: None,
         }
     }
 
@@ -476,6 +480,9 @@ impl Capture {
     }
 
     fn push(&mut self, chunk: &[u8]) {
+        if let Some(progress) = &self.progress {
+            progress.record(chunk);
+        }
         if self.tail {
             // Never more than cap + one chunk held, and only for this call.
             let chunk = &chunk[chunk.len().saturating_sub(self.cap)..];

@@ -19,6 +19,7 @@ mod events;
 mod frame;
 mod gateway_bot;
 mod intents;
+mod interaction;
 mod opcode;
 mod parse_error;
 mod snowflake;
@@ -35,6 +36,10 @@ pub use events::{
 pub use frame::{DecodeError, Frame};
 pub use gateway_bot::{GatewayBot, SessionStartLimit};
 pub use intents::Intents;
+pub use interaction::{
+    CommandData, CommandOptionValue, Interaction, InteractionMember, InteractionToken,
+    INTERACTION_APPLICATION_COMMAND, INTERACTION_TOKEN_MAX_CHARS, MESSAGE_FLAG_EPHEMERAL,
+};
 pub use opcode::OpCode;
 pub use parse_error::ParseError;
 pub use snowflake::Snowflake;

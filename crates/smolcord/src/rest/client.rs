@@ -377,7 +377,7 @@ impl RestClient {
         })
     }
 
-    async fn call<T: DeserializeOwned>(
+    pub(super) async fn call<T: DeserializeOwned>(
         &self,
         route: Route,
         query: Option<String>,
@@ -401,7 +401,7 @@ impl RestClient {
     }
 
     /// Sends with rate limits and retries; returns a 2xx reply.
-    async fn send(
+    pub(super) async fn send(
         &self,
         route: &Route,
         query: Option<String>,
@@ -418,6 +418,23 @@ impl RestClient {
         body: Option<Body>,
         idempotent: bool,
     ) -> Result<Reply, RestError> {
+        let sent = self.send_once_as(route, query, body, idempotent).await;
+        match route.interaction_token() {
+            Some(token) => sent.map_err(|e| e.scrubbed(|text| token.redact(text))),
+            None => sent,
+        }
+    }
+
+    async fn send_once_as(
+        &self,
+        route: &Route,
+        query: Option<String>,
+        body: Option<Body>,
+        idempotent: bool,
+    ) -> Result<Reply, RestError> {
+        // Authorised by the interaction token in the path: the bot token
+        // is not sent, and the bot's global limit does not apply.
+        let by_interaction = route.interaction_token().is_some();
         let name = route.to_string();
         let key = RouteKey {
             route: name.clone(),
@@ -434,7 +451,9 @@ impl RestClient {
             // Wait for the bucket (and the global limit), within the budget.
             loop {
                 // Own statement: the guard must be dropped before awaiting.
-                let wait = self.limiter().acquire(&key, Instant::now());
+                let wait = self
+                    .limiter()
+                    .acquire_as(&key, Instant::now(), !by_interaction);
                 let Some(wait) = wait else { break };
                 if waited + wait > MAX_RATE_WAIT {
                     return Err(RestError::RateLimitedTooLong {
@@ -455,7 +474,7 @@ impl RestClient {
             let out = Outgoing {
                 method: route.method().as_str(),
                 url: format!("{}{path}", self.shared.api_base),
-                token: Some(self.shared.token.clone()),
+                token: (!by_interaction).then(|| self.shared.token.clone()),
                 body: body.clone(),
                 timeout: self.timeout,
                 max_redirects: 0,

@@ -111,6 +111,22 @@ impl RestError {
         }
     }
 
+    /// The error with every copy of `secret` (an interaction token in the
+    /// request's path, which a transport error may echo) replaced.
+    pub(crate) fn scrubbed(mut self, redact: impl Fn(&str) -> String) -> RestError {
+        match &mut self {
+            RestError::Http { message: text, .. }
+            | RestError::Transport { detail: text, .. }
+            | RestError::Decode { detail: text, .. }
+            | RestError::InvalidInput { detail: text, .. } => *text = redact(text),
+            RestError::RateLimitedTooLong { .. }
+            | RestError::Timeout { .. }
+            | RestError::TooLarge { .. }
+            | RestError::LocalIo { .. } => {}
+        }
+        self
+    }
+
     /// The route the error belongs to (the file, for [`RestError::LocalIo`]).
     pub fn route(&self) -> &str {
         match self {

@@ -54,6 +54,7 @@ mod draft;
 mod emoji;
 mod error;
 mod exchange;
+mod interactions;
 mod multipart;
 mod nonce;
 mod plain;
@@ -68,6 +69,10 @@ pub use download::{download_allowed, CDN_HOSTS, MAX_REDIRECTS};
 pub use draft::MessageDraft;
 pub use emoji::{Emoji, EMOJI_MAX_BYTES};
 pub use error::RestError;
+pub use interactions::{
+    ApplicationCommand, CommandOption, InteractionResponse, RegisteredCommand, CONTEXT_BOT_DM,
+    OPTION_STRING,
+};
 pub use multipart::{FileSource, Upload, MAX_FILES, MAX_FILE_BYTES, MAX_REQUEST_BYTES};
 pub use nonce::{Nonce, NONCE_MAX_CHARS};
 pub use plain::{plain_get, PlainGetError};

@@ -86,8 +86,17 @@ impl RateLimiter {
     }
 
     /// Takes one request unit, or says how long to wait before asking again.
+    #[cfg(test)]
     pub fn acquire(&mut self, key: &RouteKey, now: Instant) -> Option<Duration> {
-        if let Some(until) = self.global_until {
+        self.acquire_as(key, now, true)
+    }
+
+    /// Takes one request unit, or says how long to wait before asking
+    /// again; `global: false` for a route outside the
+    /// bot's global limit (the interaction endpoints: an owner's command
+    /// is answered within its 3 s even while the bot is globally limited).
+    pub fn acquire_as(&mut self, key: &RouteKey, now: Instant, global: bool) -> Option<Duration> {
+        if let Some(until) = self.global_until.filter(|_| global) {
             if until > now {
                 return Some(until - now);
             }
@@ -213,6 +222,8 @@ mod tests {
         let mut limiter = RateLimiter::default();
         let t0 = Instant::now();
         limiter.limited(&key("1"), Duration::from_secs(2), true, t0);
+        // …but an interaction's answer, which Discord keeps outside it.
+        assert_eq!(limiter.acquire_as(&key("9"), t0, false), None);
         assert_eq!(limiter.acquire(&key("9"), t0), Some(Duration::from_secs(2)));
         assert_eq!(
             limiter.acquire(&key("9"), t0 + Duration::from_secs(3)),

@@ -19,7 +19,7 @@
 //! ```
 
 use super::emoji::Emoji;
-use crate::protocol::Snowflake;
+use crate::protocol::{InteractionToken, Snowflake};
 use std::fmt;
 
 /// An HTTP method of a [`Route`].
@@ -72,8 +72,10 @@ impl fmt::Display for Method {
 
 /// One Discord REST route with its ids. Paths are relative to the API base
 /// (`https://discord.com/api/v10`); a query string is not part of a route.
+/// Not `Copy`: the interaction routes carry their token (whose `Debug` is
+/// redacted; [`Route::path`] is the one place it is written out).
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Route {
     /// `GET /gateway`: the gateway URL (no token needed).
     Gateway,
@@ -138,6 +140,30 @@ pub enum Route {
         /// The message the thread starts from.
         message_id: Snowflake,
     },
+    /// `PUT /applications/{application_id}/commands`: replaces the
+    /// application's global commands with the list sent (Discord's bulk
+    /// overwrite: commands not listed are deleted, unchanged ones kept).
+    SetGlobalCommands {
+        /// The application.
+        application_id: Snowflake,
+    },
+    /// `POST /interactions/{interaction_id}/{interaction_token}/callback`:
+    /// the one initial answer to an interaction, within 3 s of its use.
+    CreateInteractionResponse {
+        /// The interaction.
+        interaction_id: Snowflake,
+        /// Its token (authorises the request instead of the bot token).
+        token: InteractionToken,
+    },
+    /// `PATCH /webhooks/{application_id}/{interaction_token}/messages/@original`:
+    /// edits the answer (a deferred one's, or the initial message), for 15
+    /// minutes after the interaction.
+    EditOriginalResponse {
+        /// The application (the interaction's webhook).
+        application_id: Snowflake,
+        /// The interaction's token.
+        token: InteractionToken,
+    },
 }
 
 /// Why [`Route::parse`] matched nothing.
@@ -175,9 +201,10 @@ impl Route {
             Route::CreateDm
             | Route::TriggerTyping { .. }
             | Route::CreateMessage { .. }
-            | Route::StartThreadFromMessage { .. } => Method::Post,
-            Route::EditMessage { .. } => Method::Patch,
-            Route::CreateReaction { .. } => Method::Put,
+            | Route::StartThreadFromMessage { .. }
+            | Route::CreateInteractionResponse { .. } => Method::Post,
+            Route::EditMessage { .. } | Route::EditOriginalResponse { .. } => Method::Patch,
+            Route::CreateReaction { .. } | Route::SetGlobalCommands { .. } => Method::Put,
         }
     }
 
@@ -203,6 +230,13 @@ impl Route {
             }
             Route::CreateReaction { .. } => {
                 "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me"
+            }
+            Route::SetGlobalCommands { .. } => "/applications/{application_id}/commands",
+            Route::CreateInteractionResponse { .. } => {
+                "/interactions/{interaction_id}/{interaction_token}/callback"
+            }
+            Route::EditOriginalResponse { .. } => {
+                "/webhooks/{application_id}/{interaction_token}/messages/@original"
             }
         }
     }
@@ -240,6 +274,33 @@ impl Route {
                 "/channels/{channel_id}/messages/{message_id}/reactions/{}/@me",
                 emoji.path_segment()
             ),
+            Route::SetGlobalCommands { application_id } => {
+                format!("/applications/{application_id}/commands")
+            }
+            Route::CreateInteractionResponse {
+                interaction_id,
+                token,
+            } => format!("/interactions/{interaction_id}/{}/callback", token.expose()),
+            Route::EditOriginalResponse {
+                application_id,
+                token,
+            } => format!(
+                "/webhooks/{application_id}/{}/messages/@original",
+                token.expose()
+            ),
+        }
+    }
+
+    /// The interaction token a route is authorised by, in its path: such a
+    /// request goes without the bot's `Authorization` header and outside
+    /// the bot's global rate limit (Discord's rate-limit docs: interaction
+    /// endpoints are not bound to it), and errors about it are scrubbed of
+    /// the token.
+    pub const fn interaction_token(&self) -> Option<&InteractionToken> {
+        match self {
+            Route::CreateInteractionResponse { token, .. }
+            | Route::EditOriginalResponse { token, .. } => Some(token),
+            _ => None,
         }
     }
 
@@ -255,7 +316,12 @@ impl Route {
             | Route::EditMessage { channel_id, .. }
             | Route::StartThreadFromMessage { channel_id, .. }
             | Route::CreateReaction { channel_id, .. } => Some(*channel_id),
-            Route::Gateway
+            // Discord's major parameters include the webhook (an
+            // interaction's is the application's) and the interaction.
+            Route::EditOriginalResponse { application_id, .. } => Some(*application_id),
+            Route::CreateInteractionResponse { interaction_id, .. } => Some(*interaction_id),
+            Route::SetGlobalCommands { .. }
+            | Route::Gateway
             | Route::GatewayBot
             | Route::CurrentUser
             | Route::CurrentApplication
@@ -291,6 +357,13 @@ impl Route {
             Route::StartThreadFromMessage { .. } => false,
             // The bot's own reaction is there or not: a repeat adds nothing.
             Route::CreateReaction { .. } => true,
+            // A bulk overwrite sets the list: a repeat sets the same.
+            Route::SetGlobalCommands { .. } => true,
+            // One answer per interaction: a repeat is refused (400 40060),
+            // and after 3 s any answer is (404 10062).
+            Route::CreateInteractionResponse { .. } => false,
+            // An edit sets the content: a repeat sets the same.
+            Route::EditOriginalResponse { .. } => true,
         }
     }
 
@@ -343,6 +416,21 @@ impl Route {
                     channel_id: id(channel)?,
                     message_id: id(message)?,
                     emoji: Emoji::from_segment(emoji).ok_or(Unmatched::NotFound)?,
+                }]
+            }
+            ["applications", application, "commands"] => vec![Route::SetGlobalCommands {
+                application_id: id(application)?,
+            }],
+            ["interactions", interaction, token, "callback"] => {
+                vec![Route::CreateInteractionResponse {
+                    interaction_id: id(interaction)?,
+                    token: InteractionToken::new(token).ok_or(Unmatched::NotFound)?,
+                }]
+            }
+            ["webhooks", application, token, "messages", "@original"] => {
+                vec![Route::EditOriginalResponse {
+                    application_id: id(application)?,
+                    token: InteractionToken::new(token).ok_or(Unmatched::NotFound)?,
                 }]
             }
             ["channels", channel, "messages", message, "threads"] => {
@@ -401,14 +489,51 @@ mod tests {
                 message_id,
                 emoji: Emoji::new("👀").unwrap(),
             },
+            Route::SetGlobalCommands {
+                application_id: message_id,
+            },
+            Route::CreateInteractionResponse {
+                interaction_id: message_id,
+                token: InteractionToken::new("tok3n").unwrap(),
+            },
+            Route::EditOriginalResponse {
+                application_id: message_id,
+                token: InteractionToken::new("tok3n").unwrap(),
+            },
         ]
     }
 
     #[test]
     fn every_route_parses_back_from_its_method_and_path() {
         for route in every_route() {
-            assert_eq!(Route::parse(route.method(), &route.path()), Ok(route));
+            assert_eq!(
+                Route::parse(route.method(), &route.path()),
+                Ok(route.clone())
+            );
         }
+    }
+
+    #[test]
+    fn an_interaction_route_is_named_without_its_token_and_goes_without_the_bot_token() {
+        let route = Route::CreateInteractionResponse {
+            interaction_id: Snowflake::new(5),
+            token: InteractionToken::new("s3cr3t").unwrap(),
+        };
+        assert_eq!(route.path(), "/interactions/5/s3cr3t/callback");
+        for shown in [route.to_string(), format!("{route:?}")] {
+            assert!(!shown.contains("s3cr3t"), "{shown}");
+        }
+        assert!(route.interaction_token().is_some());
+        assert!(!route.idempotent());
+        assert_eq!(
+            Route::parse(Method::Post, "/interactions/5/a%2Fb/callback"),
+            Err(Unmatched::NotFound)
+        );
+        assert!(Route::SetGlobalCommands {
+            application_id: Snowflake::new(5)
+        }
+        .interaction_token()
+        .is_none());
     }
 
     #[test]
@@ -435,11 +560,15 @@ mod tests {
     fn the_channel_is_the_major_parameter() {
         for route in every_route() {
             let has_channel = route.template().starts_with("/channels/");
-            // Starting a thread twice is refused: the one route a timeout
-            // must not repeat.
-            let once = matches!(route, Route::StartThreadFromMessage { .. });
+            // Starting a thread and answering an interaction are refused
+            // the second time: the routes a timeout must not repeat.
+            let once = matches!(
+                route,
+                Route::StartThreadFromMessage { .. } | Route::CreateInteractionResponse { .. }
+            );
             assert_eq!(route.idempotent(), !once, "{route}");
-            assert_eq!(route.major().is_some(), has_channel, "{route}");
+            let token = route.interaction_token().is_some();
+            assert_eq!(route.major().is_some(), has_channel || token, "{route}");
         }
     }
 }

@@ -156,6 +156,46 @@ impl AccessBook {
         Ok(decision)
     }
 
+    /// Codes waiting for approval now.
+    pub fn live_codes(&self) -> usize {
+        self.pairing.borrow().live_codes(now_unix_ms())
+    }
+
+    /// The owner's `/deny`: drops the pairing code `code` (normalized) and
+    /// saves the book. Returns the user it was for (`None`: no such code).
+    pub async fn deny_code(&self, code: &str) -> Result<Option<Snowflake>, offload::Error> {
+        let (user, file) = {
+            let mut book = self.pairing.borrow_mut();
+            let user = book
+                .file
+                .codes
+                .iter()
+                .find(|c| c.code == code)
+                .map(|c| c.user_id);
+            book.file.codes.retain(|c| c.code != code);
+            (user, book.file.clone())
+        };
+        if user.is_some() {
+            pairing::save(&self.state_dir, &file).await?;
+        }
+        Ok(user)
+    }
+
+    /// The owner's `/revoke`: takes `user` off `access.json`'s allowed
+    /// list (the restore rule first; a corrupt file is never overwritten).
+    /// `Ok(false)`: they were not on it.
+    pub async fn revoke(&self, user: Snowflake) -> Result<bool, String> {
+        let mut file = book::load_for_update(&self.state_dir).await?;
+        if !file.allowed_user_ids.remove(&user) {
+            return Ok(false);
+        }
+        book::save(&self.state_dir, &file)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.reread().await;
+        Ok(true)
+    }
+
     /// Whether codes wait for approval now.
     pub fn codes_pending(&self) -> bool {
         self.pairing.borrow().live_codes(now_unix_ms()) > 0

@@ -20,7 +20,7 @@
 use serde::{Deserialize, Serialize};
 use smolcord::offload::{self, Fallback};
 use smolcord::protocol::Snowflake;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The runtime state file.
@@ -62,7 +62,17 @@ pub struct RuntimeState {
     /// conversation needs a mention again.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub threads: BTreeMap<Snowflake, Snowflake>,
+    /// The owner's commands (interactions) handled, the newest
+    /// [`INTERACTIONS_KEPT`]: a replayed INTERACTION_CREATE (a resume, a
+    /// restart) is not acted on twice (docs/commands.md).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub interactions: BTreeSet<Snowflake>,
 }
+
+/// The owner's commands remembered as handled in `runtime.json` (an id
+/// each): forgetting one still replayable would take 256 more within its
+/// token's 15 minutes (strangers' refused uses are not recorded).
+pub const INTERACTIONS_KEPT: usize = 256;
 
 /// Threads remembered in `runtime.json` (a few dozen bytes each).
 pub const THREADS_KEPT: usize = 256;
@@ -82,6 +92,20 @@ impl RuntimeState {
         self.threads.insert(thread, channel);
         while self.threads.len() > THREADS_KEPT {
             self.threads.pop_first();
+        }
+    }
+
+    /// Whether the interaction was handled already.
+    pub fn interaction_handled(&self, id: Snowflake) -> bool {
+        self.interactions.contains(&id)
+    }
+
+    /// Records the interaction as handled (ids grow with time: the
+    /// smallest is the oldest, forgotten past [`INTERACTIONS_KEPT`]).
+    pub fn mark_interaction(&mut self, id: Snowflake) {
+        self.interactions.insert(id);
+        while self.interactions.len() > INTERACTIONS_KEPT {
+            self.interactions.pop_first();
         }
     }
 

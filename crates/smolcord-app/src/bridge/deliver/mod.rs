@@ -4,6 +4,7 @@
 pub(crate) mod channel_refused;
 pub(crate) mod delivery;
 pub(crate) mod files_out;
+pub(crate) mod interaction_answer;
 pub(crate) mod reaction;
 pub(crate) mod shown;
 pub(crate) mod stderr_tail;

@@ -16,6 +16,7 @@ use crate::bridge::access::book::Role;
 use crate::bridge::access::restart::{self, RestartMarker};
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery;
+use crate::bridge::intake::interactions::{Interactions, RestartAsked};
 use crate::bridge::intake::peek::Peek;
 use crate::bridge::intake::readback::Readback;
 use crate::bridge::intake::results;
@@ -106,6 +107,10 @@ pub(crate) struct Loop {
     pub readback: Readback,
     /// Rate limit of the "dropped" log line.
     pub drop_log: Throttle<()>,
+    /// The owner's slash commands.
+    pub interactions: Interactions,
+    /// Their registration was started in this run.
+    pub commands_registering: bool,
 }
 
 enum Wake {
@@ -193,7 +198,12 @@ impl Loop {
                             let began = now_unix_ms();
                             self.ctx.floor.new_session(shard, seq);
                             match dispatch.data::<Ready>() {
-                                Ok(ready) => self.remember_bot(ready.user.id),
+                                Ok(ready) => {
+                                    self.remember_bot(ready.user.id);
+                                    if shard == 0 {
+                                        self.register_commands(ready.application.map(|a| a.id));
+                                    }
+                                }
                                 Err(e) => log::warn!("READY could not be decoded: {e}"),
                             }
                             // DMs come to shard 0 only. Due on disk before
@@ -209,6 +219,9 @@ impl Loop {
                         }
                         "RESUMED" => {
                             self.ctx.floor.consumed(shard, seq);
+                            if shard == 0 {
+                                self.register_commands(None);
+                            }
                             self.session_started().await;
                         }
                         "MESSAGE_CREATE" => {
@@ -232,6 +245,43 @@ impl Loop {
                                         "MESSAGE_CREATE",
                                         None,
                                         "undecodable message payload",
+                                    );
+                                }
+                            }
+                        }
+                        "INTERACTION_CREATE" => {
+                            self.ctx.floor.consumed(shard, seq);
+                            match dispatch.data() {
+                                Ok(interaction) => {
+                                    let statuses = || {
+                                        StatusSnapshot::capture_set(
+                                            &self.shard.statuses(),
+                                            Some(self.ctx.counters.snapshot()),
+                                        )
+                                    };
+                                    let outcome = self
+                                        .interactions
+                                        .on_interaction(
+                                            &self.ctx,
+                                            interaction,
+                                            shard,
+                                            seq,
+                                            statuses,
+                                        )
+                                        .await;
+                                    if let Some(RestartAsked) = outcome {
+                                        break BridgeOutcome::RestartRequested;
+                                    }
+                                }
+                                Err(e) => {
+                                    log::warn!(
+                                        "INTERACTION_CREATE #{seq} could not be decoded: {e}"
+                                    );
+                                    self.ctx.reporter.fail(
+                                        FailureKind::Gateway,
+                                        "INTERACTION_CREATE",
+                                        None,
+                                        "undecodable interaction payload",
                                     );
                                 }
                             }
@@ -284,6 +334,20 @@ impl Loop {
                 true
             }
         }
+    }
+
+    /// Registers the owner's commands, once a run, in the background
+    /// (`register_commands`), at the first session start on shard 0 (READY
+    /// names the application; after a resume it is asked for).
+    fn register_commands(&mut self, application: Option<Snowflake>) {
+        if std::mem::replace(&mut self.commands_registering, true) {
+            return;
+        }
+        let ctx = self.ctx.clone();
+        self.ctx.spawn(
+            "bridge-register-commands",
+            super::register_commands::run(ctx, application),
+        );
     }
 
     fn remember_bot(&self, id: Snowflake) {

@@ -21,6 +21,10 @@ pub struct Tunables {
     pub typing_interval: Duration,
     /// Post a "working…" placeholder after this long (`None`: never).
     pub placeholder_after: Option<Duration>,
+    /// With `stream_replies`: the placeholder shows the agent's output so
+    /// far at most this often (an edit each; the channel's rate limits
+    /// apply as to any edit).
+    pub stream_interval: Duration,
     /// Bound on waiting for work in flight at shutdown ([`DRAIN_BOUND`]).
     pub drain_timeout: Duration,
     /// Bound on the final state save.
@@ -77,6 +81,7 @@ impl Default for Tunables {
             pairing: PairingRules::default(),
             typing_interval: Duration::from_secs(8),
             placeholder_after: Some(Duration::from_secs(10)),
+            stream_interval: Duration::from_secs(3),
             drain_timeout: DRAIN_BOUND,
             // With the drain (2 s), the gateway close (2 s) and the journal
             // flush (2 s), a stop stays under the 10 s before SIGKILL.

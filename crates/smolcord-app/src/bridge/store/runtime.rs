@@ -77,6 +77,22 @@ impl RuntimeBook {
         self.writer.flush().await
     }
 
+    /// Whether the owner's command (interaction `id`) was handled already.
+    pub fn interaction_handled(&self, id: Snowflake) -> bool {
+        self.state.borrow().interaction_handled(id)
+    }
+
+    /// Records the owner's command `id` as handled and waits until that is
+    /// on disk (a replay of it is then skipped). False if the write failed
+    /// (logged and journalled by the writer).
+    pub async fn record_interaction(&self, id: Snowflake) -> bool {
+        self.change(|state| {
+            state.mark_interaction(id);
+            true
+        });
+        self.writer.flush().await
+    }
+
     /// Remembers an answered user's DM channel for good (written in the
     /// background: losing it costs one `POST /users/@me/channels`,
     /// nothing else).

@@ -1,7 +1,8 @@
 //! The agent hand-off: `agent_cmd` runs with the task JSON on stdin, its
 //! stdout is the reply. While it runs the user sees a typing indicator
 //! (renewed every ~8 s; Discord shows one for about 10 s) and, if it takes
-//! long, a "working…" placeholder that the reply then replaces. Runs are
+//! long, a "working…" placeholder that the reply then replaces (showing
+//! the output so far meanwhile, with `stream_replies`). Runs are
 //! capped at `agent_concurrency` at once. Output past the capture cap
 //! (1 MiB) is dropped, and the reply then says so in its last line. An
 //! agent that runs past `agent_timeout_s` is stopped, and what it printed
@@ -15,9 +16,10 @@ use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::nonce;
 use crate::bridge::store::spool::Task;
+use crate::bridge::work::stream_preview;
 use crate::recorder::FailureKind;
 use smol::channel;
-use smolcord::offload::{run_command, CommandOutput};
+use smolcord::offload::{run_command, CommandOutput, OutputProgress};
 use smolcord::protocol::Snowflake;
 use smolcord::rest::MessageDraft;
 use smolcord::rt::Timer;
@@ -70,6 +72,9 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
         spec.env_add.push((OUTPUT_DIR_VAR.into(), dir.clone()));
     }
     let output_cap = spec.output_cap;
+    // The answer as it forms (opt-in): the placeholder shows the output so far.
+    let progress = ctx.config.stream_replies.then(OutputProgress::default);
+    spec.stdout_progress = progress.clone();
 
     // The indicator runs as its own task so that stopping it never cuts a
     // REST call in half (a half-sent placeholder would be left behind).
@@ -85,7 +90,8 @@ pub(crate) async fn run_agent(ctx: &Rc<Ctx>, argv: Vec<String>, task: &Task) -> 
         let as_reply = task.thread_id.is_none();
         let placeholder = placeholder.clone();
         ctx.clone().spawn("bridge-typing", async move {
-            indicate(&ctx, channel, message, as_reply, stop_rx, &placeholder).await;
+            let place = (channel, message, as_reply);
+            indicate(&ctx, place, stop_rx, &placeholder, progress).await;
             let _ = done_tx.try_send(placeholder.borrow_mut().take());
         });
     }
@@ -234,18 +240,20 @@ const INDICATOR_TIMEOUT: Duration = Duration::from_secs(5);
 /// first, and none is started after `stop`. The placeholder's nonce comes
 /// from `message`, so a run repeated after a crash finds the first one.
 /// `as_reply`: the placeholder is a Discord reply to `message` (not in a
-/// thread, which the message heads).
+/// thread, which the message heads). With `progress`, the placeholder
+/// shows the output so far (`stream_preview`).
 async fn indicate(
     ctx: &Ctx,
-    channel: Snowflake,
-    message: Snowflake,
-    as_reply: bool,
+    (channel, message, as_reply): (Snowflake, Snowflake, bool),
     stop: channel::Receiver<()>,
     placeholder: &RefCell<Option<Snowflake>>,
+    progress: Option<OutputProgress>,
 ) {
     let started = Instant::now();
     let mut next_typing = started;
     let mut placeholder_at = ctx.tunables.placeholder_after.map(|after| started + after);
+    let mut next_preview: Option<Instant> = None;
+    let mut shown = 0;
     let rest = ctx.rest.clone().with_timeout(INDICATOR_TIMEOUT);
     loop {
         let now = Instant::now();
@@ -292,7 +300,12 @@ async fn indicate(
                     draft = draft.reply_to(message);
                 }
                 match rest.create_message(channel, &draft).await {
-                    Ok(message) => *placeholder.borrow_mut() = Some(message.id),
+                    Ok(message) => {
+                        *placeholder.borrow_mut() = Some(message.id);
+                        if progress.is_some() {
+                            next_preview = Some(Instant::now());
+                        }
+                    }
                     Err(e) => {
                         log::debug!("placeholder: {e}");
                         ctx.reporter.rest_failure(FailureKind::Rest, &e);
@@ -300,7 +313,24 @@ async fn indicate(
                 }
             }
         }
-        let wake = placeholder_at.map_or(next_typing, |at| next_typing.min(at));
+        let posted = *placeholder.borrow();
+        if let (Some(at), Some(progress), Some(id)) = (next_preview, &progress, posted) {
+            if Instant::now() >= at {
+                // Never after the agent is done: the reply replaces it.
+                if stop.is_closed() {
+                    return;
+                }
+                // Not cut short when the agent finishes: a cut edit could
+                // land after the reply and overwrite it.
+                let place = (channel, id, PLACEHOLDER);
+                stream_preview::show(ctx, &rest, place, progress, &mut shown).await;
+                next_preview = Some(Instant::now() + ctx.tunables.stream_interval);
+            }
+        }
+        let wake = [placeholder_at, next_preview]
+            .into_iter()
+            .flatten()
+            .fold(next_typing, Instant::min);
         let stopped = futures_lite::future::or(
             async {
                 let _ = stop.recv().await;
