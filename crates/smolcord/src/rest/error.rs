@@ -122,7 +122,10 @@ impl RestError {
             RestError::RateLimitedTooLong { .. }
             | RestError::Timeout { .. }
             | RestError::TooLarge { .. }
-            | RestError::LocalIo { .. } => {}
+            | RestError::LocalIo { .. }
+            // A download's: a CDN host and path, an origin; no token there.
+            | RestError::ForeignHost { .. }
+            | RestError::TooManyRedirects { .. } => {}
         }
         self
     }
