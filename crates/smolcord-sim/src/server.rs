@@ -6,6 +6,7 @@ use crate::control::api as control;
 use crate::gateway::connection as gateway;
 use crate::gateway::queue;
 use crate::model::objects;
+use crate::rest::cdn;
 use crate::rest::ratelimit_headers;
 use crate::rest::routes as rest;
 use crate::state::shared::Shared;
@@ -103,8 +104,11 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
             Err(err) => {
                 log::debug!("sim: bad HTTP request: {err}");
                 if let Some(status) = err.status {
-                    let response =
-                        Response::json(status, &json!({"message": err.message, "code": 0}));
+                    // A body over the cap is Discord's 413 40005.
+                    let response = match status {
+                        413 => crate::rest::upload_limits::too_large(),
+                        _ => Response::json(status, &json!({"message": err.message, "code": 0})),
+                    };
                     let _ = conn.write_response(&response, false).await;
                 }
                 return;
@@ -139,7 +143,15 @@ async fn serve_tcp(shared: Arc<Shared>, tcp: TcpStream) {
         } else if path == "/control" || path.starts_with("/control/") {
             control::handle(&shared, &request)
         } else if path.starts_with("/attachments/") {
-            rest::attachment(&shared, &request)
+            let (response, pace) = cdn::attachment(&shared, &request);
+            if let Some(bytes_per_sec) = pace {
+                let paced = conn.write_response_paced(&response, keep_alive, bytes_per_sec);
+                if paced.await.is_err() || !keep_alive {
+                    return;
+                }
+                continue;
+            }
+            response
         } else if path == queue::PATH {
             queue::handle(&shared, &request).await
         } else if path == "/" || path == "/resume" {

@@ -101,7 +101,7 @@ fn a_command_whose_program_does_not_exist_stops_the_start_naming_the_key() {
         (
             "agent_cmd",
             "/nonexistent/agent",
-            "agent_cmd: `/nonexistent/agent`: No such file",
+            "agent_cmd: `/nonexistent/agent` does not exist",
         ),
         (
             "transcribe_cmd",

@@ -3,7 +3,8 @@
 //! task like a DM (with the channel and guild in it) and is answered
 //! there; without the mention nothing happens; a stranger's mention gets
 //! nothing posted (no pairing code in public) and is counted; a channel
-//! that refuses the bot (403) is reported to the owner once.
+//! that refuses the bot (403), or is deleted while an answer forms (404),
+//! is reported to the owner once.
 
 use crate::support;
 
@@ -212,5 +213,85 @@ fn an_unwanted_guild_message_is_skipped_before_its_full_decode() {
             !journal.iter().any(|e| e.place == "MESSAGE_CREATE"),
             "{journal:?}"
         );
+    });
+}
+
+#[test]
+fn a_channel_deleted_while_its_answer_forms_is_reported_to_the_owner_once() {
+    let rig = Rig::new();
+    let started = rig.path("agent-started");
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh(&format!(
+            "cat >/dev/null; touch '{}'; sleep 1; echo answered",
+            started.display()
+        )));
+        config.channels = vec![ChannelConfig::new(general())];
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        rig.sim.post_in_channel(&mention(ALICE, "one")).unwrap();
+        wait_until("the agent running", T, || started.exists().then_some(())).await;
+        // Deleted meanwhile: the answer gets Discord's 404 10003.
+        rig.sim.delete_channel(general()).unwrap();
+        let counters = bridge.counters.clone();
+        wait_until("the refusal", T, || {
+            (counters.snapshot().channel_refusals == 1).then_some(())
+        })
+        .await;
+        let owner_dm = rig.sim.dm_channel_of(OWNER);
+        let told = rig
+            .message_containing(owner_dm, "cannot answer in", T)
+            .await;
+        assert!(
+            told.content.contains(&format!("<#{}>", general()))
+                && told.content.contains("the channel is gone"),
+            "{}",
+            told.content
+        );
+        let (_, journal) = bridge.stop_and_read_journal(rig.state()).await;
+        assert_eq!(rig.sim.messages_in(owner_dm).len(), 1, "told once");
+        assert!(journal.iter().any(|e| e.status == Some(404)), "{journal:?}");
+        // Not retried: one refused create (a 404 is no transient failure).
+        let refused = rig
+            .sim
+            .rest_requests()
+            .into_iter()
+            .filter(|r| r.method == "POST" && r.path.ends_with(&format!("{}/messages", general())))
+            .filter(|r| r.status == 404)
+            .count();
+        assert_eq!(refused, 1);
+    });
+}
+
+#[test]
+fn a_spooled_result_for_a_channel_task_is_a_reply_to_its_message() {
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        // No agent_cmd: tasks go to the spool.
+        let mut config = rig.config();
+        config.channels = vec![ChannelConfig::new(general())];
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let asked = rig.sim.post_in_channel(&mention(ALICE, "when?")).unwrap();
+        let task = rig.path(&format!("spool/tasks/{asked}.json"));
+        wait_until("the spooled task", T, || task.exists().then_some(())).await;
+        let result = serde_json::json!({"channel_id": general().to_string(), "content": "at noon"});
+        rig.write_atomic(&format!("spool/results/{asked}.json"), &result.to_string());
+        let reply = rig.message_containing(general(), "at noon", T).await;
+        assert_eq!(
+            reply.object["message_reference"]["message_id"],
+            asked.to_string(),
+            "{:?}",
+            reply.object
+        );
+        // Nobody pinged, as the bridge's own replies.
+        let create = rig
+            .sim
+            .rest_requests()
+            .into_iter()
+            .find(|r| r.method == "POST" && r.body["content"] == "at noon")
+            .unwrap();
+        assert_eq!(create.body["allowed_mentions"]["replied_user"], false);
+        bridge.stop().await;
     });
 }

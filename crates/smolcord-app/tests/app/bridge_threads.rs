@@ -110,3 +110,67 @@ fn a_mention_is_answered_in_a_thread_where_the_conversation_goes_on() {
         );
     });
 }
+
+#[test]
+fn a_thread_started_before_a_crash_is_answered_in_after_discords_160004() {
+    let rig = Rig::with_sim(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        enabled_privileged_intents: Intents::MESSAGE_CONTENT,
+        ..SimConfig::default()
+    });
+    let log = rig.path("tasks.log");
+    run(Duration::from_secs(60), |ex| async move {
+        let thread_mode = |agent: Vec<String>| {
+            let mut config = rig.config();
+            config.agent_cmd = Some(agent);
+            config.channels = vec![ChannelConfig {
+                thread: true,
+                ..ChannelConfig::new(general())
+            }];
+            config
+        };
+        // The first run starts the thread, then stops before its agent
+        // answers (it never does).
+        let bridge = rig
+            .start(&ex, thread_mode(sh("cat >/dev/null; sleep 30")), tunables())
+            .await;
+        rig.session_ready(T).await;
+        let asked = rig
+            .sim
+            .post_in_channel(
+                &ChannelPost::new(general(), ALICE, "alice", "plan the trip").mentioning(),
+            )
+            .unwrap();
+        // Requests to start a thread, by the status class answered (2, 4).
+        let started = |class: u16| {
+            rig.sim
+                .rest_requests()
+                .into_iter()
+                .filter(|r| r.path.ends_with("/threads") && r.status / 100 == class)
+                .count()
+        };
+        wait_until("the thread started", T, || (started(2) == 1).then_some(())).await;
+        bridge.stop().await;
+        assert!(rig.sim.messages_in(asked).is_empty(), "not answered yet");
+
+        // The next run takes the message again: Discord refuses a second
+        // thread (160004), and the answer goes to the one there is.
+        let bridge = rig
+            .start(&ex, thread_mode(echo_agent(&log)), tunables())
+            .await;
+        let answer = rig.message_containing(asked, "plan the trip", T).await;
+        assert!(answer
+            .content
+            .contains(&format!("\"thread_id\":\"{asked}\"")));
+        assert_eq!(started(2), 1, "one thread");
+        assert_eq!(started(4), 1, "the second start refused");
+        assert!(
+            rig.sim.messages_in(general()).is_empty(),
+            "nothing in the channel"
+        );
+        assert_eq!(tasks(&log).len(), 1);
+        bridge.stop().await;
+        let runtime = rig.json("runtime.json").unwrap();
+        assert_eq!(runtime["threads"][asked.to_string()], general().to_string());
+    });
+}

@@ -236,3 +236,199 @@ fn an_attachment_url_off_discords_cdn_is_not_fetched() {
         bridge.stop().await;
     });
 }
+
+/// A plain HTTP server on another port of 127.0.0.1 (another origin) that
+/// answers every request with a file and counts the connections it got.
+fn foreign_host() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut head = [0u8; 4096];
+            let _ = stream.read(&mut head);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nstolen",
+            );
+        }
+    });
+    (origin, asked)
+}
+
+#[test]
+fn a_cdn_redirect_off_discords_cdn_is_not_followed_and_said_once() {
+    let rig = Rig::new();
+    let save = tempfile::tempdir().unwrap();
+    let (foreign, asked) = foreign_host();
+    run(Duration::from_secs(40), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(saving_agent(save.path()));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        // The attachment is on the CDN (the simulator's host); the CDN
+        // sends the download elsewhere.
+        rig.sim.cdn_fault(smolcord_sim::CdnFault::Redirect {
+            to: format!("{foreign}/latest/meta-data"),
+            count: 1,
+        });
+        let files = vec![SimFile::new("notes.txt", "text/plain", "mine")];
+        let (message, channel) = rig.sim.send_dm_with_files(ALICE, "alice", "look", files);
+        let reply = rig.message_containing(channel, "got ", T).await;
+        assert_eq!(reply.content.trim(), "got 0", "the agent still runs");
+        let why = format!("the CDN redirected it off Discord's CDN (to {foreign})");
+        let task = task(save.path());
+        assert_eq!(task["attachments"][0]["left_out"], why.as_str());
+        assert!(task["attachments"][0].get("path").is_none());
+        rig.message_containing(channel, &format!("notes.txt ({why})"), T)
+            .await;
+        let notices = rig
+            .sim
+            .messages_in(channel)
+            .into_iter()
+            .filter(|m| m.content.contains("not passed on"))
+            .count();
+        assert_eq!(notices, 1, "the user is told once");
+        assert_eq!(
+            asked.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "the foreign host was asked"
+        );
+        let dir = rig.path(&format!("files/{message}"));
+        wait_until("the task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
+        bridge.stop().await;
+    });
+}
+
+/// A small tmpfs mounted on a directory (root only: `mount` needs it),
+/// unmounted when dropped; `None`, with the reason printed, where it cannot be.
+struct SmallDisk {
+    dir: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(dir: std::path::PathBuf, size: &str) -> Option<SmallDisk> {
+        if !rustix::process::geteuid().is_root() {
+            println!("skipped: not root, so no tmpfs can be mounted for a real full disk");
+            return None;
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(&dir)
+            .status();
+        if !matches!(mounted, Ok(status) if status.success()) {
+            println!("skipped: running as root, but a tmpfs cannot be mounted here ({mounted:?})");
+            return None;
+        }
+        Some(SmallDisk { dir })
+    }
+
+    /// Every file on it (not the directories), by path relative to it.
+    fn files(&self) -> Vec<String> {
+        fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, root, out);
+                } else {
+                    out.push(path.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.dir, &self.dir, &mut out);
+        out.sort();
+        out
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.dir).status();
+    }
+}
+
+#[test]
+fn a_download_that_fills_the_disk_is_left_out_and_removed_and_the_bridge_goes_on() {
+    let rig = Rig::new();
+    // The state dir's files directory on a 256 KiB disk; the attachment
+    // is 1 MiB: within every bound the bridge counts (25 MiB a file, the
+    // 512 MiB budget), so only the disk can stop it.
+    let Some(disk) = SmallDisk::mount(rig.path("files"), "256k") else {
+        return;
+    };
+    let save = tempfile::tempdir().unwrap();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        // It waits a moment first: the test looks at the disk while it runs.
+        let mut agent = saving_agent(save.path());
+        agent[2] = format!("sleep 1; {}", agent[2]);
+        config.agent_cmd = Some(agent);
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let big = smolcord_sim::generated_bytes(1 << 20);
+        let files = vec![SimFile::new("big.bin", "application/octet-stream", big)];
+        let (message, channel) = rig
+            .sim
+            .send_dm_with_files(ALICE, "alice", "keep this", files);
+        let why = "it could not be written to disk (full?)";
+        // Told before the agent runs; the partial file is gone by then.
+        rig.message_containing(channel, &format!("big.bin ({why})"), T)
+            .await;
+        assert_eq!(disk.files(), Vec::<String>::new(), "a partial file is left");
+        let reply = rig.message_containing(channel, "got ", T).await;
+        assert_eq!(reply.content.trim(), "got 0", "the agent still runs");
+        let task = task(save.path());
+        assert_eq!(task["attachments"][0]["left_out"], why);
+        assert!(task["attachments"][0].get("path").is_none());
+        let notices = rig
+            .sim
+            .messages_in(channel)
+            .into_iter()
+            .filter(|m| m.content.contains("not passed on"))
+            .count();
+        assert_eq!(notices, 1, "the user is told once");
+        // Nothing left behind: no partial file, the task's directory gone.
+        let dir = rig.path(&format!("files/{message}"));
+        wait_until("the task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
+        assert_eq!(std::fs::read_dir(&disk.dir).unwrap().count(), 0);
+
+        // The bridge goes on: the next file fits and reaches the agent.
+        let small = smolcord_sim::generated_bytes(20_000);
+        let files = vec![SimFile::new(
+            "small.bin",
+            "application/octet-stream",
+            small.clone(),
+        )];
+        let (message, _) = rig
+            .sim
+            .send_dm_with_files(ALICE, "alice", "and this", files);
+        rig.message_containing(channel, "got 1", T).await;
+        assert_eq!(std::fs::read(save.path().join("small.bin")).unwrap(), small);
+        let dir = rig.path(&format!("files/{message}"));
+        wait_until("the second task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
+        bridge.stop().await;
+        drop(disk);
+    });
+}

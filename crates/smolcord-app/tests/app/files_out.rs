@@ -222,3 +222,52 @@ fn a_reply_with_files_goes_on_after_its_last_recorded_part() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn a_file_over_the_servers_upload_limit_is_named_in_its_place_once() {
+    // A server whose limit is lower than the bridge's own bounds (10 MiB
+    // a file): Discord refuses with 413 40005, as the simulator does.
+    let rig = Rig::with_sim(smolcord_sim::SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        upload_limit: 4000,
+        ..smolcord_sim::SimConfig::default()
+    });
+    run(Duration::from_secs(40), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh(
+            "cat > /dev/null; head -c 1000 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/a.bin\"; \
+             head -c 5000 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/b.bin\"; echo 'two files'",
+        ));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let (message, channel) = rig.sim.send_dm(ALICE, "alice", "files please");
+        let got = settled(&rig, channel, 2).await;
+        assert_eq!(got[0].content, "two files");
+        assert!(
+            got[1]
+                .content
+                .starts_with("Could not upload a.bin, b.bin (")
+                && got[1]
+                    .content
+                    .contains("HTTP 413, Discord error 40005: Request entity too large"),
+            "{:?}",
+            got[1].content
+        );
+        assert!(got.iter().all(|m| attachments(m).is_empty()));
+        // Refused as Discord refuses: twice (with and without the
+        // attachments metadata), nothing kept; then the notice.
+        let refused = rig
+            .sim
+            .rest_requests()
+            .into_iter()
+            .filter(|r| r.status == 413)
+            .count();
+        assert_eq!(refused, 2);
+        let dir = rig.path(&format!("files/{message}"));
+        wait_until("the task's files removed", T, || {
+            (!dir.exists()).then_some(())
+        })
+        .await;
+        bridge.stop().await;
+    });
+}

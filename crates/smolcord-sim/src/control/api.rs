@@ -67,6 +67,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             Response::json(200, &json!(pacing))
         }
         ("POST", "/dm") => dm(shared, &body(request)?)?,
+        ("POST", "/dm-file") => super::cdn::dm_file(shared, &body(request)?)?,
+        ("POST", "/cdn") => super::cdn::control(shared, &body(request)?)?,
         ("POST", "/command") => super::commands_api::use_command(shared, &body(request)?)?,
         ("GET", "/interaction") => super::commands_api::answer(shared, request)?,
         ("POST", "/guild-message") => {

@@ -7,6 +7,12 @@ use smolcord::token::Token;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+/// Discord's default limit on one uploaded file ("20 MiB for all users",
+/// since 2026-09-04; `rest/upload_limits.rs`); [`SimConfig::upload_limit`]
+/// changes it (a server's boost tier raises it; a test lowers it to make a
+/// small file bite).
+pub const DEFAULT_UPLOAD_LIMIT: usize = 20 * 1024 * 1024;
+
 /// How the simulator behaves. Every field has a Discord-like default
 /// (`SimConfig::default()`); tests override a few with struct update syntax:
 ///
@@ -108,6 +114,10 @@ pub struct SimConfig {
     /// plain `ws://` and `http://`; every URL the simulator hands out
     /// follows.
     pub tls: Option<SimTls>,
+    /// The most one uploaded file may be: Discord's default
+    /// [`DEFAULT_UPLOAD_LIMIT`], 20 MiB (a
+    /// server's boost tier raises it). Over it: 413 40005.
+    pub upload_limit: usize,
 }
 
 /// The limits the simulator enforces.
@@ -268,6 +278,7 @@ impl Default for SimConfig {
             guild_members: 0,
             all_members_window: Duration::from_secs(30),
             tls: None,
+            upload_limit: DEFAULT_UPLOAD_LIMIT,
         }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Requests are checked like Discord checks them (`Authorization: Bot
 //! <token>`, a JSON or `multipart/form-data` body, message length, empty
-//! messages, unknown channels, file sizes: 10 MiB a file, 25 MiB a request;
+//! messages, unknown channels, Discord's upload limits — `upload_limits.rs`;
 //! rate limits when [`SimConfig::rest_rate_limit`](crate::SimConfig) is
 //! set) and answered with full objects and `Content-Type: application/json`
 //! exactly. Uploaded files become the message's attachments, served under
@@ -27,11 +27,6 @@ use serde_json::{json, Value};
 use smolcord::rest::{Method, Route, Unmatched};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Discord's default limit per uploaded file.
-const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
-/// Discord's limit on a whole request.
-const MAX_REQUEST_BYTES: usize = 25 * 1024 * 1024;
 
 /// A request body as understood.
 struct Body {
@@ -499,13 +494,10 @@ fn non_empty_array(json: &Value, field: &str) -> bool {
         .is_some_and(|a| !a.is_empty())
 }
 
-/// Discord's size limits on uploads; `Err` is its 413 answer.
-fn check_files(body: &Body) -> Result<(), Response> {
-    let total: usize = body.files.iter().map(|f| f.data.len()).sum();
-    if body.files.iter().any(|f| f.data.len() > MAX_FILE_BYTES) || total > MAX_REQUEST_BYTES {
-        return Err(error(413, 40005, "Request entity too large"));
-    }
-    Ok(())
+/// Discord's limits on uploads (`upload_limits.rs`); `Err` is its answer.
+fn check_files(shared: &Shared, body: &Body) -> Result<(), Response> {
+    let sizes: Vec<usize> = body.files.iter().map(|f| f.data.len()).collect();
+    super::upload_limits::check(&sizes, shared.config.upload_limit)
 }
 
 /// Keeps the uploaded files (served under `/attachments/`) and returns
@@ -592,7 +584,7 @@ fn post_message(shared: &Shared, state: &mut State, channel_id: u64, body: &Body
             }
         }
     }
-    if let Err(response) = check_files(body) {
+    if let Err(response) = check_files(shared, body) {
         return response;
     }
     let id = state.ids.next();
@@ -713,7 +705,7 @@ fn edit_message(
     if let Err(response) = message_body::check(&json, false) {
         return response;
     }
-    if let Err(response) = check_files(body) {
+    if let Err(response) = check_files(shared, body) {
         return response;
     }
     match find_message(state, channel, message) {

@@ -1,6 +1,7 @@
 //! The simulator's state: the books one lock holds (sessions, history, nonces, rate limits, pacing, faults, statistics, events) and the lock.
 
 pub(crate) mod app_commands;
+pub(crate) mod cdn;
 pub(crate) mod conns;
 pub(crate) mod directory;
 pub(crate) mod events;

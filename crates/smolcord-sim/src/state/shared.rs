@@ -20,6 +20,7 @@
 //! start budget, the fault queue, the bounded logs) live with their data
 //! instead of in the handlers.
 
+use super::cdn::Cdn;
 use super::conns::Conns;
 use super::directory::Directory;
 use super::events::{EventBus, SimEvent};
@@ -55,6 +56,8 @@ pub(crate) struct State {
     pub(crate) dir: Directory,
     pub(crate) rest_log: RestLog,
     pub(crate) rest_faults: RestFaults,
+    /// How the CDN misbehaves (a redirect, a bandwidth).
+    pub(crate) cdn: Cdn,
     pub(crate) nonces: NonceBook,
     /// Snowflakes for everything the simulator makes.
     pub(crate) ids: IdGen,
@@ -98,6 +101,7 @@ impl Shared {
             dir,
             rest_log: RestLog::default(),
             rest_faults: RestFaults::default(),
+            cdn: Cdn::default(),
             nonces: NonceBook::new(config.nonce_window),
             ids: IdGen::ahead(config.clock_ahead),
             limits: GatewayLimits::new(&config),

@@ -9,11 +9,15 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use serde_json::Value;
 use std::fmt;
 use std::io;
+use std::time::Duration;
 
 /// Largest request head accepted.
 const MAX_HEAD: usize = 32 * 1024;
 /// Largest request body accepted (Discord's own limit is 25 MiB).
 pub(crate) const MAX_BODY: usize = 26 * 1024 * 1024;
+
+/// The pause between two tenths of a paced body (a slow CDN).
+const PACE_TICK: Duration = Duration::from_millis(100);
 
 /// A parsed request.
 #[derive(Debug)]
@@ -314,6 +318,25 @@ impl HttpConn {
         keep_alive: bool,
     ) -> Result<(), HttpError> {
         self.write_raw(&response.encode(keep_alive)).await
+    }
+
+    /// [`HttpConn::write_response`] at most `bytes_per_sec` (a slow CDN):
+    /// a tenth of a second's share every [`PACE_TICK`].
+    pub(crate) async fn write_response_paced(
+        &mut self,
+        response: &Response,
+        keep_alive: bool,
+        bytes_per_sec: u64,
+    ) -> Result<(), HttpError> {
+        let bytes = response.encode(keep_alive);
+        let share = usize::try_from(bytes_per_sec / 10)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        for slice in bytes.chunks(share) {
+            self.write_raw(slice).await?;
+            async_io::Timer::after(PACE_TICK).await;
+        }
+        Ok(())
     }
 }
 

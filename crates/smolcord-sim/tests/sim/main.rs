@@ -5,6 +5,7 @@
 
 use smolcord_testkit as support;
 
+mod sim_cdn;
 mod sim_channels;
 mod sim_compat;
 mod sim_faults;

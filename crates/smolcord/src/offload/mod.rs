@@ -52,7 +52,7 @@ pub use fs::{
 pub use json::{read_json, Fallback};
 pub use leftovers::MARKER_VAR;
 pub use lock::{lock_dir, DirLock, LOCK_FILE};
-pub use program::find_program;
+pub use program::{find_program, ProgramError};
 pub use progress::{OutputProgress, PROGRESS_TAIL};
 pub use tree::{list_files, modified, remove_tree, tree_bytes, DirFiles, TREE_DEPTH};
 

@@ -13,10 +13,11 @@ use ureq::unversioned::resolver::DefaultResolver;
 use ureq::Agent;
 
 use super::clock::ServerClock;
+use super::download::{download_allowed, resolve_location, MAX_REDIRECTS};
 use super::draft::MessageDraft;
 use super::emoji::Emoji;
 use super::error::RestError;
-use super::exchange::{exchange, fetch_to_file, http_error, Body, Outgoing, Reply};
+use super::exchange::{exchange, fetch_to_file, http_error, Body, Fetched, Outgoing, Reply};
 use super::nonce::Nonce;
 use super::ratelimit::{seconds, RateLimiter, RouteKey};
 use super::route::Route;
@@ -280,23 +281,26 @@ impl RestClient {
     /// Downloads an attachment (CDN URL) to `dest`, at most `max_bytes`.
     /// No `Authorization` header: the CDN needs none and must never see the
     /// token. Returns the number of bytes written; on error `dest` is removed.
+    ///
+    /// Only from Discord's CDN or the API's own host
+    /// ([`download_allowed`](super::download_allowed)): the URL and every
+    /// redirect (at most [`MAX_REDIRECTS`]) are checked before they are
+    /// requested, and one that points elsewhere is
+    /// [`RestError::ForeignHost`]. The timeout covers a try's redirects
+    /// and body together.
     pub async fn download(&self, url: &str, max_bytes: u64, dest: &Path) -> Result<u64, RestError> {
         let route = download_route(url)?;
+        if let Err(origin) = download_allowed(url, self.api_base()) {
+            return Err(RestError::ForeignHost {
+                route,
+                origin,
+                redirects: 0,
+            });
+        }
         let mut tries = 0;
         loop {
             tries += 1;
-            let agent = self.shared.agent.clone();
-            let out = Outgoing {
-                method: "GET",
-                url: url.to_owned(),
-                token: None,
-                body: None,
-                timeout: self.download_timeout,
-                max_redirects: 3,
-            };
-            let (task_route, dest) = (route.clone(), dest.to_path_buf());
-            let result =
-                unblock(move || fetch_to_file(&agent, out, &task_route, max_bytes, dest)).await;
+            let result = self.download_once(url, &route, max_bytes, dest).await;
             // A download that timed out is not tried again, although a GET is
             // safe to repeat: it had `download_timeout` (60 s) for a big file
             // on a slow link, and starting over from the first byte would most
@@ -309,6 +313,68 @@ impl RestClient {
                 other => return other,
             }
         }
+    }
+
+    /// One try of [`RestClient::download`]: the URL, then each redirect
+    /// once it passed the host rule, within one `download_timeout`.
+    async fn download_once(
+        &self,
+        url: &str,
+        route: &str,
+        max_bytes: u64,
+        dest: &Path,
+    ) -> Result<u64, RestError> {
+        let deadline = Instant::now() + self.download_timeout;
+        let mut hop_url = url.to_owned();
+        let mut hop_route = route.to_owned();
+        for redirects in 0..=MAX_REDIRECTS {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RestError::Timeout { route: hop_route });
+            }
+            let agent = self.shared.agent.clone();
+            let out = Outgoing {
+                method: "GET",
+                url: hop_url.clone(),
+                token: None,
+                body: None,
+                timeout: left,
+                // Followed here, each hop checked first.
+                max_redirects: 0,
+            };
+            let (task_route, task_dest) = (hop_route.clone(), dest.to_path_buf());
+            let fetched =
+                unblock(move || fetch_to_file(&agent, out, &task_route, max_bytes, task_dest))
+                    .await?;
+            let location = match fetched {
+                Fetched::Written(bytes) => return Ok(bytes),
+                Fetched::Redirect(location) => location,
+            };
+            if redirects == MAX_REDIRECTS {
+                break;
+            }
+            let next = resolve_location(&hop_url, &location).ok_or_else(|| RestError::Http {
+                status: 302,
+                code: None,
+                message: "a redirect without a usable Location".to_owned(),
+                route: hop_route.clone(),
+            })?;
+            if let Err(origin) = download_allowed(&next, self.api_base()) {
+                return Err(RestError::ForeignHost {
+                    route: hop_route,
+                    origin,
+                    redirects: redirects + 1,
+                });
+            }
+            let next_route = download_route(&next)?;
+            log::debug!("{hop_route}: redirected to {next_route}");
+            hop_route = next_route;
+            hop_url = next;
+        }
+        Err(RestError::TooManyRedirects {
+            route: route.to_owned(),
+            limit: MAX_REDIRECTS,
+        })
     }
 
     pub(super) async fn call<T: DeserializeOwned>(

@@ -62,6 +62,26 @@ pub enum RestError {
         /// What is wrong.
         detail: String,
     },
+    /// A download was not requested: its URL, or a redirect it took,
+    /// points off the hosts downloads may use
+    /// ([`download_allowed`](super::download_allowed)).
+    ForeignHost {
+        /// The route of the URL that named it (`GET host/path`).
+        route: String,
+        /// Where it pointed: `scheme://host[:port]` only (a path or query
+        /// may carry a signature).
+        origin: String,
+        /// Redirects followed before it (0: the URL itself).
+        redirects: u32,
+    },
+    /// A download was redirected more than
+    /// [`MAX_REDIRECTS`](super::MAX_REDIRECTS) times.
+    TooManyRedirects {
+        /// The route of the first URL.
+        route: String,
+        /// The limit.
+        limit: u32,
+    },
     /// Writing a download to its local file failed.
     LocalIo {
         /// The file.
@@ -81,7 +101,9 @@ impl RestError {
             RestError::Http { status, .. } => (400..500).contains(status) && *status != 429,
             RestError::Decode { .. }
             | RestError::TooLarge { .. }
-            | RestError::InvalidInput { .. } => true,
+            | RestError::InvalidInput { .. }
+            | RestError::ForeignHost { .. }
+            | RestError::TooManyRedirects { .. } => true,
             RestError::RateLimitedTooLong { .. }
             | RestError::Timeout { .. }
             | RestError::Transport { .. }
@@ -100,7 +122,10 @@ impl RestError {
             RestError::RateLimitedTooLong { .. }
             | RestError::Timeout { .. }
             | RestError::TooLarge { .. }
-            | RestError::LocalIo { .. } => {}
+            | RestError::LocalIo { .. }
+            // A download's: a CDN host and path, an origin; no token there.
+            | RestError::ForeignHost { .. }
+            | RestError::TooManyRedirects { .. } => {}
         }
         self
     }
@@ -114,7 +139,9 @@ impl RestError {
             | RestError::Transport { route, .. }
             | RestError::Decode { route, .. }
             | RestError::TooLarge { route, .. }
-            | RestError::InvalidInput { route, .. } => route,
+            | RestError::InvalidInput { route, .. }
+            | RestError::ForeignHost { route, .. }
+            | RestError::TooManyRedirects { route, .. } => route,
             RestError::LocalIo { path, .. } => path,
         }
     }
@@ -153,6 +180,25 @@ impl fmt::Display for RestError {
                 write!(f, "{route}: larger than the {limit}-byte cap (for a download: max_attachment_bytes)")
             }
             RestError::InvalidInput { route, detail } => write!(f, "{route}: {detail}"),
+            RestError::ForeignHost {
+                route,
+                origin,
+                redirects: 0,
+            } => write!(
+                f,
+                "{route}: {origin} is neither Discord's CDN nor the API's own host; not downloaded"
+            ),
+            RestError::ForeignHost {
+                route,
+                origin,
+                redirects,
+            } => write!(
+                f,
+                "{route}: redirect {redirects} points to {origin}, neither Discord's CDN nor the API's own host; not followed"
+            ),
+            RestError::TooManyRedirects { route, limit } => {
+                write!(f, "{route}: more than {limit} redirects; not followed")
+            }
             RestError::LocalIo { path, detail } => write!(f, "writing {path}: {detail}"),
         }
     }

@@ -184,8 +184,20 @@ pub(crate) fn exchange(agent: &Agent, out: Outgoing, route: &str) -> Result<Repl
     })
 }
 
-/// Downloads `out.url` into `dest`, refusing more than `max_bytes`. A
-/// partial file is removed on any failure.
+/// What one request of a download got.
+#[derive(Debug)]
+pub(crate) enum Fetched {
+    /// The body, written to the file: this many bytes.
+    Written(u64),
+    /// A redirect to this `Location` (as sent: maybe relative), not
+    /// followed; nothing was written.
+    Redirect(String),
+}
+
+/// Downloads `out.url` into `dest`, refusing more than `max_bytes`; a
+/// redirect is returned, not followed (`out.max_redirects` is 0: the
+/// caller checks where it leads first). A partial file is removed on any
+/// failure.
 #[allow(clippy::disallowed_methods)] // runs on the blocking pool, inside offload::unblock
 pub(crate) fn fetch_to_file(
     agent: &Agent,
@@ -193,10 +205,15 @@ pub(crate) fn fetch_to_file(
     route: &str,
     max_bytes: u64,
     dest: PathBuf,
-) -> Result<u64, RestError> {
+) -> Result<Fetched, RestError> {
     let request = build(agent, &out, route)?;
     let mut response = agent.run(request).map_err(|e| from_ureq(route, None, e))?;
     let status = response.status().as_u16();
+    if matches!(status, 301 | 302 | 303 | 307 | 308) {
+        if let Some(location) = header(response.headers(), "location") {
+            return Ok(Fetched::Redirect(location));
+        }
+    }
     if !(200..300).contains(&status) {
         let body = response
             .body_mut()
@@ -253,7 +270,7 @@ pub(crate) fn fetch_to_file(
     if result.is_err() {
         let _ = std::fs::remove_file(&dest);
     }
-    result
+    result.map(Fetched::Written)
 }
 
 fn header(headers: &http::HeaderMap, name: &str) -> Option<String> {

@@ -49,6 +49,7 @@
 
 mod client;
 mod clock;
+mod download;
 mod draft;
 mod emoji;
 mod error;
@@ -64,6 +65,7 @@ mod tls;
 
 pub use client::{RestClient, DEFAULT_DOWNLOAD_TIMEOUT, DEFAULT_TIMEOUT, USER_AGENT};
 pub use clock::parse_http_date;
+pub use download::{download_allowed, CDN_HOSTS, MAX_REDIRECTS};
 pub use draft::MessageDraft;
 pub use emoji::{Emoji, EMOJI_MAX_BYTES};
 pub use error::RestError;

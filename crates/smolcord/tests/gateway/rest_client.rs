@@ -571,6 +571,87 @@ fn download_over_the_cap_is_refused_and_removed() {
     });
 }
 
+#[test]
+fn download_follows_redirects_on_the_same_host_only_and_checks_each_hop() {
+    run(async {
+        let payload = vec![9u8; 3000];
+        // A foreign host listening for real: a request reaching it would be counted.
+        let foreign = Server::start(vec![Canned::bytes(200, b"stolen".to_vec())]).await;
+        let server = Server::start(vec![
+            // 1: relative, then absolute on the API's own host: followed.
+            Canned::new(302, "").header("Location", "/attachments/1/2/moved.png?ex=2"),
+            Canned::new(307, "").header("Location", "next.png"),
+            Canned::bytes(200, payload.clone()),
+            // 2: off to another host (another port is another origin).
+            Canned::new(302, "").header(
+                "Location",
+                &format!("{}/latest/meta-data", foreign.origin()),
+            ),
+            // 3: a loop on the same host.
+            Canned::new(302, "").header("Location", "/a"),
+            Canned::new(302, "").header("Location", "/b"),
+            Canned::new(302, "").header("Location", "/c"),
+            Canned::new(302, "").header("Location", "/d"),
+        ])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let rest = client(&server);
+        let dest = dir.path().join("a.png");
+        let url = format!("{}/attachments/1/2/a.png?ex=1", server.origin());
+        assert_eq!(rest.download(&url, 10_000, &dest).await.unwrap(), 3000);
+        assert_eq!(std::fs::read(&dest).unwrap(), payload);
+        let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "/attachments/1/2/a.png?ex=1",
+                "/attachments/1/2/moved.png?ex=2",
+                "/attachments/1/2/next.png"
+            ]
+        );
+
+        let dest = dir.path().join("b.png");
+        let err = rest.download(&url, 10_000, &dest).await.unwrap_err();
+        match &err {
+            RestError::ForeignHost {
+                origin, redirects, ..
+            } => {
+                assert_eq!(origin, &foreign.origin());
+                assert_eq!(*redirects, 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(err.is_permanent());
+        assert!(err.to_string().contains("not followed"), "{err}");
+        assert!(
+            !err.to_string().contains("meta-data"),
+            "no path in errors: {err}"
+        );
+        assert!(foreign.requests().is_empty(), "the foreign host was asked");
+        assert!(!dest.exists());
+        server.requests();
+
+        let err = rest.download(&url, 10_000, &dest).await.unwrap_err();
+        assert!(
+            matches!(err, RestError::TooManyRedirects { limit: 3, .. }),
+            "{err:?}"
+        );
+        assert_eq!(server.requests().len(), 4, "the URL and 3 redirects");
+        assert!(!dest.exists());
+
+        // The URL itself off the CDN: nothing is asked at all.
+        let err = rest
+            .download(&format!("{}/x", foreign.origin()), 10, &dest)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, RestError::ForeignHost { redirects: 0, .. }),
+            "{err:?}"
+        );
+        assert!(foreign.requests().is_empty());
+    });
+}
+
 mod server {
     //! A scripted HTTP/1.1 server: answers each request with the next canned
     //! response and records what it received (keep-alive aware).

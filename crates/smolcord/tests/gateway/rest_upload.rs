@@ -105,7 +105,9 @@ fn files_over_discords_limit_are_refused_by_the_client_and_the_simulator() {
     assert!(matches!(err, RestError::InvalidInput { .. }), "{err}");
     assert!(sim.rest_requests().is_empty(), "refused before sending");
 
-    // Sent anyway (by another client), the simulator answers like Discord.
+    // Sent anyway (by another client), over Discord's documented 20 MiB a
+    // file, the simulator answers like Discord.
+    let big = vec![b'a'; smolcord_sim::DEFAULT_UPLOAD_LIMIT + 1];
     let boundary = "XyZ";
     let mut body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"payload_json\"\r\n\r\n{{}}\r\n\

@@ -332,6 +332,9 @@ async fn deliver_parts(
             ResultRecord::new(&file, channel, content)
         }
     };
+    if record.sent.parts() == 0 {
+        record.reply_to = reply_to(ctx, id, channel);
+    }
     let plan = Plan::new(content, None);
     // The files the agent left for this task (named after the result).
     let files = files_out::collect(&ctx.files.out_dir(id)).await;
@@ -362,6 +365,19 @@ async fn deliver_parts(
         }
     }
     settled
+}
+
+/// The message a result answers as a Discord reply: its task's (the result
+/// named `ID.json` after it), when the result goes to that task's server
+/// channel, as the bridge's own replies there do: several conversations
+/// share the channel, and the reply says which message it answers. Not in
+/// a DM (a spool result there stays a plain message, as before) nor in a
+/// thread (the message heads it already). A message that is not in the
+/// channel (the agent sent the result elsewhere) makes Discord send it as
+/// a plain message (`fail_if_not_exists: false`).
+fn reply_to(ctx: &Ctx, id: &str, channel: Snowflake) -> Option<Snowflake> {
+    let message = id.parse::<Snowflake>().ok()?;
+    ctx.config.channel(channel).map(|_| message)
 }
 
 /// While pairing codes are pending: notices approvals (and expiries).

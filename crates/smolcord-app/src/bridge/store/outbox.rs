@@ -145,6 +145,11 @@ pub(crate) struct ResultRecord {
     /// record applies to that result only, not to a later file of the same
     /// name.
     pub fingerprint: u64,
+    /// The message its first part replies to: the task's, for a result
+    /// named after a task of a server channel (absent in records written
+    /// before replies, which go on as plain messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<Snowflake>,
     /// What went out so far.
     #[serde(default)]
     pub sent: Sent,
@@ -160,12 +165,17 @@ impl ResultRecord {
                 channel.to_string().as_bytes(),
                 content.as_bytes(),
             ]),
+            reply_to: None,
             sent: Sent::default(),
         }
     }
 }
 
 impl Record for ResultRecord {
+    fn replies_to(&self) -> Option<Snowflake> {
+        self.reply_to
+    }
+
     fn file_name(&self) -> String {
         result_file_name(&self.file)
     }
