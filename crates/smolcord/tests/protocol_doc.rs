@@ -63,7 +63,7 @@ fn take_lines(seen: &mut usize) -> Vec<(Instant, String)> {
 const INTERVAL: Duration = Duration::from_millis(500);
 
 /// Which heartbeat lines a step shows, and whether with times.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Beats {
     /// None: their timing is not what the step is about.
     Hidden,
@@ -74,7 +74,11 @@ enum Beats {
     UntilClose,
     /// The server's op 1 and the beat and ACK that answer it.
     Requested,
-    /// None, but the other lines timed (a wait is the subject).
+    /// None, but the other lines timed (a wait is the subject), and each
+    /// connection's lines together: two connections at once interleave as
+    /// the network decides, which would make the generated page differ
+    /// from run to run (conn 12's open landed before conn 11's READY under
+    /// load).
     HiddenTimed,
 }
 
@@ -194,6 +198,11 @@ fn shown(lines: Vec<(Instant, String)>, beats: Beats) -> Vec<String> {
     let Some(&(t0, _)) = lines.first() else {
         return Vec::new();
     };
+    let mut lines = lines;
+    if beats == Beats::HiddenTimed {
+        // Stable: each connection keeps its own order.
+        lines.sort_by_key(|(_, line)| connection_of(line));
+    }
     lines
         .into_iter()
         .map(|(at, line)| {
@@ -205,6 +214,15 @@ fn shown(lines: Vec<(Instant, String)>, beats: Beats) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The number in a trace line's `conn N`.
+fn connection_of(line: &str) -> u64 {
+    line.split_whitespace()
+        .skip_while(|word| *word != "conn")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 const GATEWAY: &str = "https://discord.com/developers/docs/events/gateway";
@@ -546,7 +564,7 @@ fn record() -> (Vec<Step>, Vec<String>) {
         .await;
         step(
             "Two shards, one identify queue",
-            "A set of shards 0 and 1 of 2 on one thread. `max_concurrency` is 1 here, so both are in bucket 0 (`shard_id % max_concurrency`): shard 1 connects and heartbeats at once but identifies only when the bucket's window (5 s at Discord; 1 s, 2 T, here) has passed since shard 0's Identify. Resumes never wait. (Times here are from the first line shown.)",
+            "A set of shards 0 and 1 of 2 on one thread. `max_concurrency` is 1 here, so both are in bucket 0 (`shard_id % max_concurrency`): shard 1 connects and heartbeats at once but identifies only when the bucket's window (5 s at Discord; 1 s, 2 T, here) has passed since shard 0's Identify. Resumes never wait. (Times here are from the first line shown; each connection's lines are shown together.)",
             &[("Sharding", "events/gateway#sharding"), ("Session Start Limit Object", "events/gateway#session-start-limit-object")],
             Beats::HiddenTimed,
             Vec::new(),
