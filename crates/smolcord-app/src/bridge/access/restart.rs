@@ -17,6 +17,8 @@
 //!   where. After the next READY (or RESUMED) the bridge says it is back
 //!   there and removes the marker.
 
+use crate::bridge::report::reporter::Reporter;
+use crate::recorder::FailureKind;
 use serde::{Deserialize, Serialize};
 use smolcord::offload::{self, Fallback};
 use smolcord::protocol::Snowflake;
@@ -236,6 +238,20 @@ pub async fn read_runtime(state_dir: &Path) -> RuntimeState {
             log::warn!("{e}; starting with no restart history");
             RuntimeState::default()
         }
+    }
+}
+
+/// Writes the restart marker, awaited (the "back" notice needs it). A
+/// failed write is logged and journalled: the restart goes on without it.
+pub(crate) async fn write_marker(state_dir: &Path, reporter: &Reporter, marker: &RestartMarker) {
+    if let Err(e) = offload::write_json_atomic(&restart_path(state_dir), marker).await {
+        log::error!("writing the restart marker: {e}; restarting without it");
+        reporter.fail(
+            FailureKind::State,
+            "restart.json",
+            None,
+            "marker write failed",
+        );
     }
 }
 

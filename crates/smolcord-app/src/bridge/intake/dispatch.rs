@@ -683,17 +683,7 @@ impl Loop {
             requested_unix_ms: now_unix_ms(),
         };
         // Needed for correctness (the "back" notice): awaited.
-        if let Err(e) =
-            offload::write_json_atomic(&restart::restart_path(&ctx.state_dir), &marker).await
-        {
-            log::error!("writing the restart marker: {e}; restarting without it");
-            ctx.reporter.fail(
-                FailureKind::State,
-                "restart.json",
-                None,
-                "marker write failed",
-            );
-        }
+        restart::write_marker(&ctx.state_dir, &ctx.reporter, &marker).await;
         let guard = ctx.floor.begin_job("restart acknowledgement".into());
         let task_ctx = ctx.clone();
         let channel = message.channel_id;

@@ -30,9 +30,7 @@ use crate::bridge::jobs::backlog::snowflake_unix_ms;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::work::owner_action;
 use crate::bridge::work::owner_command::{self, OwnerCommand, Verdict};
-use crate::recorder::FailureKind;
 use crate::status::{self, now_unix_ms, StatusSnapshot};
-use smolcord::offload;
 use smolcord::protocol::{Interaction, Snowflake};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -238,15 +236,5 @@ async fn restart(ctx: &Rc<Ctx>, interaction: &Interaction) {
         message_id: interaction.id,
         requested_unix_ms: now_unix_ms(),
     };
-    if let Err(e) =
-        offload::write_json_atomic(&restart::restart_path(&ctx.state_dir), &marker).await
-    {
-        log::error!("writing the restart marker: {e}; restarting without it");
-        ctx.reporter.fail(
-            FailureKind::State,
-            "restart.json",
-            None,
-            "marker write failed",
-        );
-    }
+    restart::write_marker(&ctx.state_dir, &ctx.reporter, &marker).await;
 }
