@@ -339,5 +339,8 @@ fn a_gateway_closing_4009_after_every_hello_gets_backoff_not_a_reconnect_storm()
         storm
     });
     assert_eq!(result, Ok(()));
-    assert!(storm <= 5, "{storm} connections in 2 s");
+    // The first identify, the first afresh at once, then backoff of at
+    // least 0.5 s and 1 s: four at most, whatever the jitter (full jitter
+    // had no floor: six were seen once in a CI run).
+    assert!(storm <= 4, "{storm} connections in 2 s");
 }

@@ -340,7 +340,10 @@ impl Driver {
             log::info!("identifying afresh in {:.1} s", guard.as_secs_f64());
             return guard;
         }
-        let backoff = self.reidentify_backoff.next_delay();
+        // At least half the step: full jitter has no floor, and four
+        // retries landed within 2 s in one CI run (the storm test's flake);
+        // with half, the n-th repeat waits at least 2^(n-1) / 2 s.
+        let backoff = self.reidentify_backoff.next_delay_at_least_half();
         let wait = guard + backoff;
         log::info!(
             "identifying afresh in {:.1} s ({:.1} s of it backoff: the session ended before a READY {} times in a row)",
