@@ -497,6 +497,9 @@ pub struct ShardHandle {
     shutdown: Sender<()>,
     close_code: Arc<AtomicU16>,
     status: Arc<Mutex<ShardStatus>>,
+    /// The shard's id (`status.shard[0]`, fixed at construction), read
+    /// without the lock: a set looks a handle up by it for every event.
+    id: u32,
 }
 
 impl fmt::Debug for ShardHandle {
@@ -650,6 +653,7 @@ impl Shard {
             ..ShardStatus::default()
         }));
         let close_code = Arc::new(AtomicU16::new(CloseCode::RESUME.0));
+        let id = config.shard[0];
         let shard = Shard {
             config,
             budget,
@@ -668,6 +672,7 @@ impl Shard {
             shutdown: shutdown_tx,
             close_code,
             status,
+            id,
         };
         (shard, handle)
     }

@@ -343,9 +343,7 @@ impl ShardSetHandle {
 
     /// The handle of shard `id`, if it is in the set (to send it commands).
     pub fn shard(&self, id: u32) -> Option<&ShardHandle> {
-        self.shards
-            .iter()
-            .find(|handle| handle.status().shard[0] == id)
+        self.shards.iter().find(|handle| handle.id == id)
     }
 
     /// Every shard's handle, in id order.
@@ -425,11 +423,7 @@ impl From<ShardHandle> for ShardSetHandle {
 
 impl fmt::Debug for ShardSetHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ids: Vec<u32> = self
-            .shards
-            .iter()
-            .map(|h| lock(&h.status).shard[0])
-            .collect();
+        let ids: Vec<u32> = self.shards.iter().map(|h| h.id).collect();
         f.debug_struct("ShardSetHandle")
             .field("shards", &ids)
             .finish()
@@ -482,6 +476,16 @@ mod tests {
         let (_, handle) = set(4..=7, 8).expect("shards 4-7 of 8 exist");
         let ids: Vec<[u32; 2]> = handle.statuses().iter().map(|s| s.shard).collect();
         assert_eq!(ids, [[4, 8], [5, 8], [6, 8], [7, 8]]);
+        // The per-event lookup by id (a field, not a copy of the status).
+        for id in 4..=7 {
+            let found = handle.shard(id).map(|h| h.status().shard);
+            assert_eq!(found, Some([id, 8]));
+        }
+        assert!(handle.shard(3).is_none() && handle.shard(8).is_none());
+        assert_eq!(
+            format!("{handle:?}"),
+            "ShardSetHandle { shards: [4, 5, 6, 7] }"
+        );
     }
 
     #[test]

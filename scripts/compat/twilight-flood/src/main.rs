@@ -16,7 +16,7 @@
 //! ```
 
 // The summary line, shared with smolcord's side of the benchmark.
-#[path = "../../../../examples/flood_bench/tally.rs"]
+#[path = "../../../../crates/smolcord-app/examples/flood_bench/tally.rs"]
 mod tally;
 
 use futures_core::Stream;
