@@ -80,7 +80,12 @@
 //! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
 //! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
 //! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
-//! 10008 Unknown Message). Neither carries a message's `nonce`.
+//! 10008 Unknown Message). Neither carries a message's `nonce`, nor the
+//! gateway's extra fields of MESSAGE_CREATE (`guild_id`, `member`): a
+//! message read over REST names its channel only. A guild channel the bot
+//! cannot see ([`Simulator::set_view_permission`]) answers 403 50001
+//! Missing Access there (and on every other route on it); a deleted one
+//! 404 10003 Unknown Channel.
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
@@ -185,7 +190,9 @@
 //!   `{"bytes_per_sec": N}` (attachments sent at most that fast; 0 or null:
 //!   full speed) → the settings ([`CdnFault`]).
 //! - `POST /control/channel-permission` — `{"channel_id", "send_messages":
-//!   bool}`: the bot's Send Messages there (without it: 403 50013).
+//!   bool, "view_channel": bool}` (each optional): the bot's Send Messages
+//!   there (without it: 403 50013), its View Channel (without it: every
+//!   route on the channel, its history too, 403 50001).
 //! - `POST /control/command` — `{"user_id", "user_name", "name",
 //!   "options": {"code": "ABCD2345"}}`: the user uses a registered command
 //!   in their DM with the bot → `{"interaction_id", "channel_id"}`;
@@ -474,6 +481,19 @@ impl Simulator {
         allowed: bool,
     ) -> Result<(), SimError> {
         self.shared().set_send_permission(channel_id, allowed)
+    }
+
+    /// Grants (`true`) or takes away (`false`) the bot's View Channel in a
+    /// guild channel: without it, every route on the channel (its
+    /// history, posting, typing, the channel object) answers 403 50001
+    /// Missing Access, as Discord does. The error names an unknown
+    /// channel.
+    pub fn set_view_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        self.shared().set_view_permission(channel_id, allowed)
     }
 
     /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.

@@ -55,6 +55,18 @@ fn missing_permissions() -> Response {
     error(403, 50013, "Missing Permissions")
 }
 
+/// 403 50001: the bot cannot see the channel (no View Channel, set by
+/// [`crate::Simulator::set_view_permission`]): Discord answers every
+/// route on it so, reads of its history included.
+fn missing_access() -> Response {
+    error(403, 50001, "Missing Access")
+}
+
+/// Whether the bot cannot see `channel_id` (see [`missing_access`]).
+fn unseen(state: &State, channel_id: u64) -> bool {
+    state.dir.view_denied.contains(&channel_id)
+}
+
 fn not_found() -> Response {
     error(404, 0, "404: Not Found")
 }
@@ -363,12 +375,15 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::CurrentApplication => Response::json(200, &objects::application(config)),
         Route::CreateDm => open_dm(state, body),
         Route::GetChannel { channel_id } => match channel_object(state, channel_id.get()) {
+            Some(_) if unseen(state, channel_id.get()) => missing_access(),
             Some(object) => Response::json(200, &object),
             None => error(404, 10003, "Unknown Channel"),
         },
         Route::TriggerTyping { channel_id } => {
             if !state.dir.channels.contains_key(&channel_id.get()) {
                 error(404, 10003, "Unknown Channel")
+            } else if unseen(state, channel_id.get()) {
+                missing_access()
             } else if state.dir.send_denied.contains(&channel_id.get()) {
                 missing_permissions()
             } else {
@@ -538,6 +553,9 @@ fn post_message(shared: &Shared, state: &mut State, channel_id: u64, body: &Body
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
+    if unseen(state, channel_id) {
+        return missing_access();
+    }
     if state.dir.send_denied.contains(&channel_id) {
         return missing_permissions();
     }
@@ -676,11 +694,16 @@ fn find_message(state: &mut State, channel: u64, message: u64) -> Option<&mut St
     state.dir.history.get_mut(channel, message)
 }
 
-/// `GET /channels/{id}/messages` (see [`crate::state::history`]).
+/// `GET /channels/{id}/messages` (see [`crate::state::history`]): 404
+/// 10003 for a channel that does not exist (or was deleted), 403 50001
+/// for one the bot cannot see.
 fn channel_messages(state: &State, channel_id: u64, request: &Request) -> Response {
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
+    if unseen(state, channel_id) {
+        return missing_access();
+    }
     match history::page_query(request) {
         Ok((anchor, limit)) => Response::json(
             200,
