@@ -1148,3 +1148,45 @@ fn a_message_sent_in_the_bots_thread_while_the_bridge_was_down_is_answered_there
         assert_eq!(line_count(&calls), 2, "the agent ran twice for one");
     });
 }
+
+#[test]
+fn a_channel_task_spooled_before_the_gap_is_not_spooled_again_with_the_gaps() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        // No agent_cmd: tasks go to the spool.
+        let mut config = rig.config();
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let before = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "before"))
+            .unwrap();
+        let spooled = rig.path(&format!("spool/tasks/{before}.json"));
+        wait_until("the spooled task", T, || spooled.exists().then_some(())).await;
+        processed(&rig, general(), before).await;
+        // The agent took it, and has not answered yet.
+        std::fs::remove_file(&spooled).unwrap();
+        first.stop().await;
+        let asked = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "while down"))
+            .unwrap();
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let task = rig.path(&format!("spool/tasks/{asked}.json"));
+        wait_until("the gap's task", T, || task.exists().then_some(())).await;
+        processed(&rig, general(), asked).await;
+        second.stop().await;
+        let task: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&task).unwrap()).unwrap();
+        assert_eq!(task["guild_id"], SimGuild::example().id.to_string());
+        assert_eq!(task["text"], "while down");
+        assert!(
+            !spooled.exists(),
+            "the task taken before the gap spooled again"
+        );
+        assert_eq!(rig.files("spool/tasks"), [format!("{asked}.json")]);
+    });
+}
