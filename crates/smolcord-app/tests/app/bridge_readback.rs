@@ -1190,3 +1190,59 @@ fn a_channel_task_spooled_before_the_gap_is_not_spooled_again_with_the_gaps() {
         assert_eq!(rig.files("spool/tasks"), [format!("{asked}.json")]);
     });
 }
+
+/// A server channel whose history keeps failing (not a refusal: a 500)
+/// is held and read again like a DM channel until its gap ages out; then
+/// the could-not-read notice goes into the channel, where its users wrote.
+#[test]
+fn a_channel_whose_history_never_reads_gets_the_could_not_read_notice_in_the_channel() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        first.stop().await;
+        rig.sim
+            .post_in_channel(&mention(general(), ALICE, "never read"))
+            .unwrap();
+        let_the_session_expire().await;
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::ServerError(500),
+                count: 100_000,
+                path_prefix: None,
+            }
+            .on(&format!("GET /api/v10/channels/{}/messages", general())),
+        );
+        let mut tunables = tunables();
+        tunables.readback.max_age = Duration::from_secs(3);
+        tunables.readback.retry_first = Duration::from_millis(200);
+        tunables.readback.retry_max = Duration::from_millis(400);
+        let second = rig.start(&ex, config, tunables).await;
+        let notice = rig
+            .message_containing(general(), "could not read those messages", T)
+            .await;
+        second.stop().await;
+        assert!(
+            notice
+                .content
+                .starts_with("While I was offline you may have written to me (from "),
+            "{}",
+            notice.content
+        );
+        assert_eq!(rig.sim.messages_in(general()).len(), 1);
+        assert_eq!(
+            line_count(&calls),
+            0,
+            "a gap message reached the agent unread"
+        );
+        let owner_dm = rig.sim.dm_channel_of(OWNER);
+        assert!(
+            rig.sim.messages_in(owner_dm).is_empty(),
+            "a 500 is no refusal to tell the owner of"
+        );
+    });
+}
