@@ -224,8 +224,46 @@ fn a_reply_with_files_goes_on_after_its_last_recorded_part() {
 }
 
 #[test]
+fn a_file_of_fifteen_mib_goes_with_the_reply_within_discords_20_mib() {
+    // Discord's documented default is 20 MiB a file (the simulator's):
+    // a 15 MiB file goes, with a small one, in one message.
+    let rig = Rig::new();
+    run(Duration::from_secs(60), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh(
+            "cat > /dev/null; head -c 15728640 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/big.bin\"; \
+             echo small > \"$SMOLCORD_OUTPUT_DIR/small.txt\"; echo 'two files'",
+        ));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let (_, channel) = rig.sim.send_dm(ALICE, "alice", "files please");
+        let got = settled(&rig, channel, 2).await;
+        assert_eq!(got[0].content, "two files");
+        let sent: Vec<(String, u64)> = got[1].object["attachments"]
+            .as_array()
+            .expect("attachments")
+            .iter()
+            .map(|a| {
+                let name = a["filename"].as_str().unwrap().to_owned();
+                (name, a["size"].as_u64().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                ("big.bin".to_owned(), 15 << 20),
+                ("small.txt".to_owned(), 6)
+            ],
+            "{:?}",
+            got[1].content
+        );
+        bridge.stop().await;
+    });
+}
+
+#[test]
 fn a_file_over_the_servers_upload_limit_is_named_in_its_place_once() {
-    // A server whose limit is lower than the bridge's own bounds (10 MiB
+    // A server whose limit is lower than the bridge's own bounds (20 MiB
     // a file): Discord refuses with 413 40005, as the simulator does.
     let rig = Rig::with_sim(smolcord_sim::SimConfig {
         heartbeat_interval: Duration::from_millis(500),

@@ -1,7 +1,8 @@
 //! Files out: the regular files an agent leaves in its task's output
 //! directory (`files/ID/out/`) go with its reply, as Discord takes them:
 //! at most [`MAX_FILES`] files and [`GROUP_BYTES`] a message, each at most
-//! [`MAX_FILE_BYTES`] (the upload limit of a server without boosts). What
+//! [`MAX_FILE_BYTES`] (Discord's default upload limit, 20 MiB: what a
+//! server without boosts takes, and a DM). What
 //! does not fit one message goes in the next (at most
 //! [`MAX_FILE_MESSAGES`]); what cannot go at all (a symbolic link, a
 //! directory, a file over the limit, one past the last message) is named
@@ -239,25 +240,28 @@ mod tests {
         );
         assert!(notice.ends_with(", 161 more."), "{notice}");
 
-        // By size: three 10 MiB files do not fit one 25 MiB request.
+        // By size: two 10 MiB files fit one 25 MiB request, a third does
+        // not; a file at Discord's 20 MiB goes, one byte more does not.
+        let ten = 10 << 20;
         let big = MAX_FILE_BYTES as u64;
         let out = plan(&listing(
             &[
-                ("a.bin", big),
-                ("b.bin", big),
-                ("c.bin", big),
-                ("d.bin", big + 1),
+                ("a.bin", ten),
+                ("b.bin", ten),
+                ("c.bin", ten),
+                ("d.bin", big),
+                ("e.bin", big + 1),
             ],
             &[],
             0,
         ));
         let sizes: Vec<usize> = out.groups.iter().map(Vec::len).collect();
-        assert_eq!(sizes, [2, 1]);
+        assert_eq!(sizes, [2, 1, 1]);
         assert_eq!(
             out.left_out,
             [(
-                "d.bin".to_owned(),
-                "larger than Discord's 10 MiB upload limit".to_owned()
+                "e.bin".to_owned(),
+                "larger than Discord's 20 MiB upload limit".to_owned()
             )]
         );
 
