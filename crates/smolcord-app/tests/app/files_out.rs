@@ -133,6 +133,7 @@ fn two_hundred_files_go_ten_a_message_and_the_rest_are_counted() {
             "{}",
             got[3].content
         );
+        assert_eq!(bridge.counters.snapshot().files_left_out, 170);
         bridge.stop().await;
     });
 }
@@ -262,9 +263,11 @@ fn a_file_of_fifteen_mib_goes_with_the_reply_within_discords_20_mib() {
 }
 
 #[test]
-fn a_file_over_the_servers_upload_limit_is_named_in_its_place_once() {
+fn a_file_over_the_servers_upload_limit_is_left_out_and_the_others_go() {
     // A server whose limit is lower than the bridge's own bounds (20 MiB
-    // a file): Discord refuses with 413 40005, as the simulator does.
+    // a file): Discord refuses with 413 40005, as the simulator does,
+    // without saying which file. The largest is left out and named; the
+    // others go in its message.
     let rig = Rig::with_sim(smolcord_sim::SimConfig {
         heartbeat_interval: Duration::from_millis(500),
         upload_limit: 4000,
@@ -274,33 +277,34 @@ fn a_file_over_the_servers_upload_limit_is_named_in_its_place_once() {
         let mut config = rig.config();
         config.agent_cmd = Some(sh(
             "cat > /dev/null; head -c 1000 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/a.bin\"; \
-             head -c 5000 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/b.bin\"; echo 'two files'",
+             head -c 5000 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/b.bin\"; \
+             head -c 900 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/c.bin\"; echo 'three files'",
         ));
         let bridge = rig.start(&ex, config, tunables()).await;
         rig.session_ready(T).await;
         let (message, channel) = rig.sim.send_dm(ALICE, "alice", "files please");
         let got = settled(&rig, channel, 2).await;
-        assert_eq!(got[0].content, "two files");
+        assert_eq!(got[0].content, "three files");
+        let sent = attachments(&got[1]);
+        let names: Vec<&str> = sent.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a.bin", "c.bin"]);
+        assert_eq!(sent[0].1, vec![0; 1000]);
         assert!(
             got[1]
                 .content
-                .starts_with("Could not upload a.bin, b.bin (")
-                && got[1]
-                    .content
-                    .contains("HTTP 413, Discord error 40005: Request entity too large"),
+                .starts_with("Not sent: b.bin (5000 bytes): Discord refused it as too large"),
             "{:?}",
             got[1].content
         );
-        assert!(got.iter().all(|m| attachments(m).is_empty()));
-        // Refused as Discord refuses: twice (with and without the
-        // attachments metadata), nothing kept; then the notice.
+        // Refused once, as Discord refuses; then the others went.
         let refused = rig
             .sim
             .rest_requests()
             .into_iter()
             .filter(|r| r.status == 413)
             .count();
-        assert_eq!(refused, 2);
+        assert_eq!(refused, 1);
+        assert_eq!(bridge.counters.snapshot().files_left_out, 1);
         let dir = rig.path(&format!("files/{message}"));
         wait_until("the task's files removed", T, || {
             (!dir.exists()).then_some(())
