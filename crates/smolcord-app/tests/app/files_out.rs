@@ -313,3 +313,47 @@ fn a_file_over_the_servers_upload_limit_is_left_out_and_the_others_go() {
         bridge.stop().await;
     });
 }
+
+#[test]
+fn after_a_413_the_same_bytes_are_not_uploaded_again() {
+    // Both uploads of this reply are over the server's limit: its text as
+    // `reply.txt` (7 000 characters, more than 3 messages) and its one
+    // file. A 413 is not the metadata's fault: each is refused once, then
+    // the text goes as messages and the file is named in its place.
+    let rig = Rig::with_sim(smolcord_sim::SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        upload_limit: 4000,
+        ..smolcord_sim::SimConfig::default()
+    });
+    run(Duration::from_secs(40), |ex| async move {
+        let mut config = rig.config();
+        config.agent_cmd = Some(sh(
+            "cat > /dev/null; head -c 5000 /dev/zero > \"$SMOLCORD_OUTPUT_DIR/b.bin\"; \
+             head -c 7000 /dev/zero | tr '\\0' x",
+        ));
+        let bridge = rig.start(&ex, config, tunables()).await;
+        rig.session_ready(T).await;
+        let (_, channel) = rig.sim.send_dm(ALICE, "alice", "a long answer please");
+        let got = settled(&rig, channel, 5).await;
+        let text: String = got[..4].iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(text, "x".repeat(7000));
+        assert!(
+            got[4]
+                .content
+                .starts_with("Not sent: b.bin (5000 bytes): Discord refused it as too large"),
+            "{:?}",
+            got[4].content
+        );
+        assert!(got.iter().all(|m| attachments(m).is_empty()));
+        let refused: Vec<Vec<String>> = rig
+            .sim
+            .rest_requests()
+            .into_iter()
+            .filter(|r| r.status == 413)
+            .map(|r| r.files)
+            .collect();
+        assert_eq!(refused, [["reply.txt"], ["b.bin"]]);
+        assert_eq!(bridge.counters.snapshot().files_left_out, 1);
+        bridge.stop().await;
+    });
+}

@@ -151,8 +151,9 @@ pub(crate) const PLACEHOLDER_DONE: &str = "(The reply is below.)";
 /// `placeholder` (a "working…" message) when there is one.
 ///
 /// Nothing ends in silence: a file upload refused for good is tried once
-/// without its optional `attachments` metadata, then the text goes as
-/// messages ([`MAX_FALLBACK_MESSAGES`] at most, the switch recorded first);
+/// without its optional `attachments` metadata (not when refused as too
+/// large, 413: the same bytes would be refused again), then the text goes
+/// as messages ([`MAX_FALLBACK_MESSAGES`] at most, the switch recorded first);
 /// a placeholder that the reply could not replace is edited to say where
 /// the reply is, or what failed; a reply that failed otherwise gets a
 /// notice naming the failure (unless the channel refuses the bot outright:
@@ -354,6 +355,9 @@ async fn send_part(
         match rest.edit_message(channel, id, &draft).await
         {
             Ok(message) => return Ok(message.id),
+            // The same file as a new message would be refused the same
+            // way: the text goes instead (the caller's fallback).
+            Err(e) if too_large(&e) => return Err(e),
             Err(e) => log::warn!(
                 "replacing the placeholder with {REPLY_FILE} failed ({e}); sending it as a new message"
             ),
@@ -365,6 +369,8 @@ async fn send_part(
     {
         Ok(message) => Ok(message.id),
         Err(e) if channel_refuses(&e) => Err(e),
+        // Not the metadata's fault: the same bytes would be refused again.
+        Err(e) if too_large(&e) => Err(e),
         Err(e) => {
             // The same nonce: if the refused form did post, this returns it.
             log::warn!(
@@ -379,9 +385,11 @@ async fn send_part(
 }
 
 /// Message `index` of the reply's files: a group of files, or (after the
-/// last group) the notice naming what was not sent. A group refused for
-/// good is tried once without the optional `attachments` metadata, then
-/// named in a text message in its place, so the parts stay in step.
+/// last group) the notice naming what was not sent. A group refused as
+/// too large goes once more without its largest file (named in its
+/// text), a single file so refused is named in its place; a group refused
+/// otherwise is tried once without the optional `attachments` metadata,
+/// then named in a text message in its place, so the parts stay in step.
 async fn send_files<'a>(
     ctx: &Ctx,
     channel: Snowflake,
@@ -460,6 +468,13 @@ async fn send_files<'a>(
                 text_part(format!("Could not upload {names} ({e}).")).await
             }
         };
+    }
+    if let (true, [file]) = (too_large(&error), group.as_slice()) {
+        // One file, too large here: sent again (without the metadata) it
+        // would be the same bytes refused the same way. Named instead.
+        log::warn!("uploading {names} was refused as too large ({error}); naming it instead");
+        ctx.counters.bump(Counter::FilesLeftOut);
+        return text_part(files_out::refused_note(file)).await;
     }
     log::warn!(
         "uploading {names} failed ({error}); trying once without the optional attachments metadata"
