@@ -406,6 +406,20 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::SetGlobalCommands { application_id } => {
             super::interactions::set_global(shared, state, application_id, body.json.as_ref())
         }
+        Route::SetGuildCommands {
+            application_id,
+            guild_id,
+        } => super::interactions::set_guild(
+            shared,
+            state,
+            application_id,
+            guild_id,
+            body.json.as_ref(),
+        ),
+        Route::GetGuildCommands {
+            application_id,
+            guild_id,
+        } => super::interactions::list_guild(shared, state, application_id, guild_id),
         Route::CreateInteractionResponse {
             interaction_id,
             token,
