@@ -4,12 +4,12 @@
 //! authorised by the interaction's token (not the bot's), ephemeral by
 //! flag 64; a deferred answer is edited through the webhook route until
 //! the token expires; a guild's commands are overwritten and listed on
-//! their own route.
+//! their own route; the REST log keeps no interaction token.
 
 use crate::support;
 
 use serde_json::{json, Value};
-use smolcord_sim::{SimConfig, SimError, SimGuild, Simulator};
+use smolcord_sim::{SimConfig, SimError, SimGuild, Simulator, REDACTED_TOKEN};
 use std::time::Duration;
 use support::sim_client::*;
 
@@ -220,6 +220,52 @@ fn a_guilds_commands_are_a_bulk_overwrite_of_their_own_and_listed() {
         // Other methods on the path are not allowed.
         let delete = http.request("DELETE", &here, true, None).await;
         assert_eq!(delete.status, 405);
+        sim.shutdown();
+    });
+}
+
+#[test]
+fn the_rest_log_keeps_no_interaction_token() {
+    run(async {
+        let sim = sim();
+        let mut http = Http::connect(&sim).await;
+        register(&sim, &mut http).await;
+        let mut bot = session(&sim).await;
+        sim.use_command(7, "owner", "status", &[]).unwrap();
+        let d = interaction(&mut bot).await;
+        let token = d["token"].as_str().unwrap().to_owned();
+        let deferred = json!({"type": 5, "data": {"flags": 64}});
+        let reply = http
+            .request("POST", &callback_path(&d), false, Some(&deferred))
+            .await;
+        assert_eq!(reply.status, 204);
+        let edit = json!({"content": "all well"});
+        let reply = http
+            .request("PATCH", &original_path(&d), false, Some(&edit))
+            .await;
+        assert_eq!(reply.status, 200);
+        let paths: Vec<String> = sim.rest_requests().into_iter().map(|r| r.path).collect();
+        let id = d["id"].as_str().unwrap();
+        let app = d["application_id"].as_str().unwrap();
+        assert!(
+            paths.contains(&format!(
+                "/api/v10/interactions/{id}/{REDACTED_TOKEN}/callback"
+            )),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&format!(
+                "/api/v10/webhooks/{app}/{REDACTED_TOKEN}/messages/@original"
+            )),
+            "{paths:?}"
+        );
+        // Nowhere in the log, nor in what the control API serves.
+        assert!(paths.iter().all(|p| !p.contains(&token)), "{paths:?}");
+        let served = http.request("GET", "/control/rest-log", false, None).await;
+        assert_eq!(served.status, 200);
+        let served = String::from_utf8_lossy(&served.body).into_owned();
+        assert!(served.contains(REDACTED_TOKEN), "{served}");
+        assert!(!served.contains(&token), "{served}");
         sim.shutdown();
     });
 }
