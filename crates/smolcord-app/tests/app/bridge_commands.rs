@@ -373,6 +373,13 @@ fn a_use_cut_short_by_a_crash_runs_again_once_and_edits_its_answer() {
         .await;
         let answer = rig.sim.interaction_answer(used.interaction_id).unwrap();
         assert_eq!(answer.refused_callbacks, 1, "{answer:?}");
+        // The truth about the effect that happened: the code was used, by
+        // a user now allowed (not "no pending pairing code").
+        assert_eq!(
+            answer.content.as_deref(),
+            Some(format!("User {STRANGER} was already allowed; nothing to do.").as_str()),
+            "{answer:?}"
+        );
         // Approved once, told once; the owner's DM got nothing extra.
         assert!(access(&rig)
             .allowed_user_ids
