@@ -135,13 +135,18 @@
 //! | `PATCH …/messages/@original` before any callback | 404 10008 Unknown Message | there is no original message yet |
 //! | a token used past 15 minutes, or for another application | 401 50027 Invalid Webhook Token | Discord's answer for an expired interaction webhook |
 //! | `PUT /applications/{id}/commands` for another application | 403 50001 Missing Access | the bot token is not that application's |
+//! | `GET`/`PUT /applications/{id}/guilds/{guild_id}/commands` for a guild the simulator does not know | 404 10004 Unknown Guild (another application: 403 50001) | the bot is in no such guild; Discord answers 403 50001 too when the invite lacked `applications.commands`, which the simulator does not model |
+//! | an interaction's or webhook's token in a request's path | kept in the REST log as `[redacted]` ([`REDACTED_TOKEN`]) | it authorises the request in the bot token's stead: a secret, and the log is served by the control API and printed by failing tests |
 //! | a command used where its `contexts` do not allow, or an option it does not declare | [`Simulator::use_command`] refuses (`SimError::UnknownCommand`) | Discord's client offers only what is registered for the place |
 //! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
 //!
 //! Application commands (`state/app_commands.rs`, `state/interactions.rs`,
 //! `rest/interactions.rs`, `control/commands.rs`): `PUT
 //! /applications/{id}/commands` registers the global commands (a bulk
-//! overwrite, checked field by field); [`Simulator::use_command`] is a
+//! overwrite, checked field by field), `PUT
+//! /applications/{id}/guilds/{guild_id}/commands` a guild's (the same
+//! checks, each command with its `guild_id`) and `GET` on that path lists
+//! them; [`Simulator::use_command`] is a
 //! user's use of one in their DM with the bot (INTERACTION_CREATE);
 //! `POST /interactions/{id}/{token}/callback` (type 4 or 5, flag 64
 //! ephemeral; within [`ANSWER_DEADLINE`], once) and `PATCH
@@ -231,7 +236,7 @@ pub use state::interactions::{
     InteractionAnswer, UsedCommand, ANSWER_DEADLINE, INTERACTIONS_KEPT, TOKEN_LIFETIME,
 };
 pub use state::pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
-pub use state::rest_log::RestRecord;
+pub use state::rest_log::{RestRecord, REDACTED_TOKEN};
 pub use state::stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use wire::tls::SimTls;
 pub use wire::zlib::SYNC_FLUSH_SUFFIX;

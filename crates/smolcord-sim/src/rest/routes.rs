@@ -19,7 +19,7 @@ use crate::state::history::{self, StoredMessage};
 use crate::state::nonces::{Original, NONCE_MAX_CHARS};
 use crate::state::ratelimit::{Decision, Standing};
 use crate::state::rest_faults::FaultTarget;
-use crate::state::rest_log::RestRecord;
+use crate::state::rest_log::{redact_path, RestRecord};
 use crate::state::shared::{Shared, State};
 use crate::wire::http::{Request, Response};
 use crate::wire::multipart::{self, Part};
@@ -143,7 +143,7 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     let record = RestRecord {
         at_ms: state.stats.ms(now),
         method: request.method.clone(),
-        path: request.path.clone(),
+        path: redact_path(&request.path),
         query: request.query.clone(),
         body: json,
         files,
@@ -168,7 +168,7 @@ fn note_no_user_agent(state: &mut State, request: &Request) {
             "sim: REST {} {} has no User-Agent (Discord asks for `DiscordBot (url, version)`); \
              served, and counted in totals.rest_without_user_agent",
             request.method,
-            request.path
+            redact_path(&request.path)
         );
     }
 }
@@ -421,6 +421,20 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::SetGlobalCommands { application_id } => {
             super::interactions::set_global(shared, state, application_id, body.json.as_ref())
         }
+        Route::SetGuildCommands {
+            application_id,
+            guild_id,
+        } => super::interactions::set_guild(
+            shared,
+            state,
+            application_id,
+            guild_id,
+            body.json.as_ref(),
+        ),
+        Route::GetGuildCommands {
+            application_id,
+            guild_id,
+        } => super::interactions::list_guild(shared, state, application_id, guild_id),
         Route::CreateInteractionResponse {
             interaction_id,
             token,
@@ -792,7 +806,7 @@ pub(crate) fn attachment(shared: &Shared, request: &Request) -> Response {
     let record = RestRecord {
         at_ms: state.stats.ms(now),
         method: request.method.clone(),
-        path: request.path.clone(),
+        path: redact_path(&request.path),
         query: request.query.clone(),
         body: Value::Null,
         files: Vec::new(),
