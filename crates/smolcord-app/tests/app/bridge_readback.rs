@@ -38,9 +38,9 @@ fn expiring_sim() -> Rig {
 
 /// Answers "re: CONTENT", and logs each task (one line).
 fn answering_agent(log: &Path) -> Vec<String> {
-    sh(&format!(
-        r#"{{ cat; echo; }} | tee -a '{}' | sed -n 's/.*"content":"\([^"]*\)".*/re: \1/p'"#,
-        log.display()
+    sh(&logged_task(
+        log,
+        r#"sed -n 's/.*"content":"\([^"]*\)".*/re: \1/p' "$task""#,
     ))
 }
 
@@ -390,9 +390,9 @@ fn a_history_page_over_the_answer_cap_is_read_in_smaller_pages() {
         let calls = rig.path("agent-calls");
         let mut config = rig.config();
         // Answers "re: " and the first word (the gap's are long).
-        config.agent_cmd = Some(sh(&format!(
-            r#"tee -a '{}' | sed -n 's/.*"content":"\([a-z]*[0-9]*\)[ "].*/re: \1/p'"#,
-            calls.display()
+        config.agent_cmd = Some(sh(&logged_task(
+            &calls,
+            r#"sed -n 's/.*"content":"\([a-z]*[0-9]*\)[ "].*/re: \1/p' "$task""#,
         )));
         // 50 messages of 22 kB: one page of 50 is over the REST client's
         // 1 MiB answer cap.
