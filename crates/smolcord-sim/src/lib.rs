@@ -80,7 +80,12 @@
 //! channel and 200 000 in all: `GET /channels/{id}/messages` pages it as
 //! Discord does (`before` / `after` / `around`, `limit` 1–100, default 50,
 //! newest first) and `GET /channels/{id}/messages/{id}` fetches one (404
-//! 10008 Unknown Message). Neither carries a message's `nonce`.
+//! 10008 Unknown Message). Neither carries a message's `nonce`, nor the
+//! gateway's extra fields of MESSAGE_CREATE (`guild_id`, `member`): a
+//! message read over REST names its channel only. A guild channel the bot
+//! cannot see ([`Simulator::set_view_permission`]) answers 403 50001
+//! Missing Access there (and on every other route on it); a deleted one
+//! 404 10003 Unknown Channel.
 //!
 //! `POST /channels/{id}/messages` with `"enforce_nonce": true` and a
 //! `nonce` seen within `SimConfig::nonce_window` returns the original
@@ -130,13 +135,18 @@
 //! | `PATCH …/messages/@original` before any callback | 404 10008 Unknown Message | there is no original message yet |
 //! | a token used past 15 minutes, or for another application | 401 50027 Invalid Webhook Token | Discord's answer for an expired interaction webhook |
 //! | `PUT /applications/{id}/commands` for another application | 403 50001 Missing Access | the bot token is not that application's |
+//! | `GET`/`PUT /applications/{id}/guilds/{guild_id}/commands` for a guild the simulator does not know | 404 10004 Unknown Guild (another application: 403 50001) | the bot is in no such guild; Discord answers 403 50001 too when the invite lacked `applications.commands`, which the simulator does not model |
+//! | an interaction's or webhook's token in a request's path | kept in the REST log as `[redacted]` ([`REDACTED_TOKEN`]) | it authorises the request in the bot token's stead: a secret, and the log is served by the control API and printed by failing tests |
 //! | a command used where its `contexts` do not allow, or an option it does not declare | [`Simulator::use_command`] refuses (`SimError::UnknownCommand`) | Discord's client offers only what is registered for the place |
 //! | where a user's attachments are served ([`Simulator::send_dm_with_files`]) | the simulator's own host, `/attachments/{channel}/{id}/{name}?ex=…&is=…&hm=…`, no auth, with the file's `content_type`; the attachment object carries `id`, `filename`, `content_type`, `size`, `url`, `proxy_url` | Discord serves them from `cdn.discordapp.com` (signed, expiring); the simulator has one host, so a client that limits downloads to Discord's CDN must also allow the API's own host (smolcord does) |
 //!
 //! Application commands (`state/app_commands.rs`, `state/interactions.rs`,
 //! `rest/interactions.rs`, `control/commands.rs`): `PUT
 //! /applications/{id}/commands` registers the global commands (a bulk
-//! overwrite, checked field by field); [`Simulator::use_command`] is a
+//! overwrite, checked field by field), `PUT
+//! /applications/{id}/guilds/{guild_id}/commands` a guild's (the same
+//! checks, each command with its `guild_id`) and `GET` on that path lists
+//! them; [`Simulator::use_command`] is a
 //! user's use of one in their DM with the bot (INTERACTION_CREATE);
 //! `POST /interactions/{id}/{token}/callback` (type 4 or 5, flag 64
 //! ephemeral; within [`ANSWER_DEADLINE`], once) and `PATCH
@@ -185,7 +195,9 @@
 //!   `{"bytes_per_sec": N}` (attachments sent at most that fast; 0 or null:
 //!   full speed) → the settings ([`CdnFault`]).
 //! - `POST /control/channel-permission` — `{"channel_id", "send_messages":
-//!   bool}`: the bot's Send Messages there (without it: 403 50013).
+//!   bool, "view_channel": bool}` (each optional): the bot's Send Messages
+//!   there (without it: 403 50013), its View Channel (without it: every
+//!   route on the channel, its history too, 403 50001).
 //! - `POST /control/command` — `{"user_id", "user_name", "name",
 //!   "options": {"code": "ABCD2345"}}`: the user uses a registered command
 //!   in their DM with the bot → `{"interaction_id", "channel_id"}`;
@@ -224,7 +236,7 @@ pub use state::interactions::{
     InteractionAnswer, UsedCommand, ANSWER_DEADLINE, INTERACTIONS_KEPT, TOKEN_LIFETIME,
 };
 pub use state::pacing::{IdentifyPacing, MAX_CONCURRENCY, MAX_SHARDS};
-pub use state::rest_log::RestRecord;
+pub use state::rest_log::{RestRecord, REDACTED_TOKEN};
 pub use state::stats::{BeatRecord, ConnEnd, ConnStats, SimStats, Totals};
 pub use wire::tls::SimTls;
 pub use wire::zlib::SYNC_FLUSH_SUFFIX;
@@ -474,6 +486,19 @@ impl Simulator {
         allowed: bool,
     ) -> Result<(), SimError> {
         self.shared().set_send_permission(channel_id, allowed)
+    }
+
+    /// Grants (`true`) or takes away (`false`) the bot's View Channel in a
+    /// guild channel: without it, every route on the channel (its
+    /// history, posting, typing, the channel object) answers 403 50001
+    /// Missing Access, as Discord does. The error names an unknown
+    /// channel.
+    pub fn set_view_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        self.shared().set_view_permission(channel_id, allowed)
     }
 
     /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.

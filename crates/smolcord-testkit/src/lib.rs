@@ -6,7 +6,9 @@
 //! - rigs per layer: [`shard`], a raw gateway and HTTP client for the
 //!   simulator ([`sim_client`]), a test CA ([`tls`]), an identify queue
 //!   service whose answers the test decides ([`queue_server`]);
-//! - [`layers`]: the folder-layer check of the bridge and the simulator.
+//! - [`layers`]: the folder-layer check of the bridge and the simulator;
+//! - [`default_test_threads!`]: more tests at once in a binary whose
+//!   tests wait.
 //!
 //! The application's own rigs (the binary as a child process, the bridge,
 //! the recorder) live in its test binary, beside the code they drive.
@@ -24,6 +26,7 @@ pub mod logs;
 pub mod queue_server;
 pub mod shard;
 pub mod sim_client;
+pub mod threads;
 pub mod tls;
 pub mod wait;
 

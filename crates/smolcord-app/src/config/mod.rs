@@ -56,9 +56,15 @@ pub const DEFAULT_INTENTS: u64 = 1 << 12;
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 * 1024 * 1024;
 /// Default cap on one spool result file: 1 MiB, as much as an `agent_cmd`
 /// reply may be (its output cap), so a spooled agent can say what a piped
-/// one can. A long result goes out as one attachment, and Discord takes
-/// 10 MiB per file; the cap keeps what a delivery worker holds small.
+/// one can. The cap keeps what a delivery worker holds small.
 pub const DEFAULT_MAX_RESULT_BYTES: u64 = 1024 * 1024;
+/// The most `max_result_bytes` may be: 10 MiB. A result is held in memory
+/// while it is delivered (4 workers: 40 MiB at worst, already much for a
+/// Pi), and a long one goes out as one attachment, which must stay within
+/// Discord's 20 MiB a file (`smolcord::rest::MAX_FILE_BYTES`). The cap was
+/// Discord's old file limit; it stays where it was when that limit rose.
+pub const MAX_RESULT_BYTES_CAP: u64 = 10 * 1024 * 1024;
+const _: () = assert!(MAX_RESULT_BYTES_CAP <= smolcord::rest::MAX_FILE_BYTES as u64);
 
 /// The resolved configuration. Every key of the file has a default; see the
 /// README for one line per key.

@@ -108,14 +108,13 @@ pub(super) fn check(config: &Config, origin: Option<&Path>) -> Result<(), Config
     if let Err(why) = super::channels::check(&config.channels) {
         return fail("channels", why);
     }
-    // A long result goes out as one attachment: Discord takes 10 MiB a file.
-    if config.max_result_bytes > smolcord::rest::MAX_FILE_BYTES as u64 {
+    if config.max_result_bytes > super::MAX_RESULT_BYTES_CAP {
         return fail(
             "max_result_bytes",
             format!(
-                "{} is more than {} bytes, the most Discord takes in one file",
+                "{} is more than {} bytes, the most a delivery worker holds",
                 config.max_result_bytes,
-                smolcord::rest::MAX_FILE_BYTES
+                super::MAX_RESULT_BYTES_CAP
             ),
         );
     }

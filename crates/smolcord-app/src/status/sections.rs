@@ -117,6 +117,10 @@ pub struct CountersSnapshot {
     pub failures: u64,
     /// DM fallback command runs.
     pub fallbacks_run: u64,
+    /// Files an agent left that did not go with its reply (named to the
+    /// user instead): over the upload limit, not a regular file, past the
+    /// last message, or refused by Discord as too large.
+    pub files_left_out: u64,
     /// Server channel messages not taken: the channel is not in
     /// `channels`, or a required mention is missing.
     pub guild_messages_skipped: u64,
@@ -158,7 +162,7 @@ impl CountersSnapshot {
     /// Every counter with the words `smolcord status` prints for it, in
     /// the order a reader follows a message: taken in, answered, the work
     /// in between, then what went wrong.
-    pub fn labelled(&self) -> [(&'static str, u64); 21] {
+    pub fn labelled(&self) -> [(&'static str, u64); 22] {
         [
             ("messages handled", self.messages_handled),
             ("most at once", self.jobs_peak),
@@ -181,6 +185,7 @@ impl CountersSnapshot {
             ("channel strangers", self.channel_strangers),
             ("guild messages skipped", self.guild_messages_skipped),
             ("channel refusals", self.channel_refusals),
+            ("files left out", self.files_left_out),
         ]
     }
 }
@@ -319,7 +324,7 @@ mod tests {
             ..CountersSnapshot::default()
         };
         let as_map = serde_json::to_value(counters).unwrap();
-        assert_eq!(as_map.as_object().unwrap().len(), 22);
+        assert_eq!(as_map.as_object().unwrap().len(), 23);
         assert_eq!(
             serde_json::to_string(&counters).unwrap(),
             as_map.to_string()

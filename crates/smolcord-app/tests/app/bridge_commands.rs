@@ -3,7 +3,8 @@
 //! user is told, without the shell; anyone else's use is refused and
 //! changes nothing; what touches the disk is deferred and then edited;
 //! every answer is ephemeral; a use replayed (a resume, a restart) is not
-//! acted on twice, `/restart` included.
+//! acted on twice, `/restart` included; one left at a stop is named once
+//! in the drain's list.
 // Tests may block (std::fs); the loop rule is for the crate.
 #![allow(clippy::disallowed_methods)]
 
@@ -373,6 +374,13 @@ fn a_use_cut_short_by_a_crash_runs_again_once_and_edits_its_answer() {
         .await;
         let answer = rig.sim.interaction_answer(used.interaction_id).unwrap();
         assert_eq!(answer.refused_callbacks, 1, "{answer:?}");
+        // The truth about the effect that happened: the code was used, by
+        // a user now allowed (not "no pending pairing code").
+        assert_eq!(
+            answer.content.as_deref(),
+            Some(format!("User {STRANGER} was already allowed; nothing to do.").as_str()),
+            "{answer:?}"
+        );
         // Approved once, told once; the owner's DM got nothing extra.
         assert!(access(&rig)
             .allowed_user_ids
@@ -385,6 +393,44 @@ fn a_use_cut_short_by_a_crash_runs_again_once_and_edits_its_answer() {
         assert_eq!(approvals, 1);
         assert!(rig.sim.messages_in(used.channel_id).is_empty());
         second.stop().await;
+    });
+}
+
+#[test]
+fn a_deferred_command_left_at_a_stop_is_named_once_in_the_drains_list() {
+    let rig = Rig::new();
+    run(Duration::from_secs(40), |ex| async move {
+        let bridge = rig.start(&ex, rig.config(), tunables()).await;
+        rig.session_ready(T).await;
+        registered(&rig).await;
+        // Its deferral hangs past the drain's 2 s: the stop finds it in
+        // flight.
+        rig.sim.rest_fault(RestFault {
+            kind: RestFaultKind::Delay(Duration::from_secs(5)),
+            count: 1,
+            path_prefix: Some("POST /api/v10/interactions".into()),
+        });
+        let used = rig
+            .sim
+            .use_command(OWNER, "owner", "deny", &[("code", "ABCDEFGH")])
+            .unwrap();
+        let handled = format!("the owner's /deny (interaction {})", used.interaction_id);
+        wait_until("the deny taken", T, || {
+            support::logs::captured()
+                .iter()
+                .any(|line| line.contains(&handled))
+                .then_some(())
+        })
+        .await;
+        bridge.stop().await;
+        let job = format!("command interaction {}", used.interaction_id);
+        let left: Vec<String> = support::logs::warnings_with("unfinished after")
+            .into_iter()
+            .filter(|w| w.contains(&job))
+            .collect();
+        assert_eq!(left.len(), 1, "{left:#?}");
+        assert_eq!(left[0].matches(&job).count(), 1, "{}", left[0]);
+        assert!(left[0].contains("1 job(s) unfinished"), "{}", left[0]);
     });
 }
 

@@ -13,8 +13,11 @@
 
 use crate::support;
 
-use smolcord::protocol::Snowflake;
-use smolcord_sim::{BotMessage, Fault, RestFault, RestFaultKind, SimConfig, SimEvent};
+use smolcord::protocol::{Intents, Snowflake};
+use smolcord_app::config::ChannelConfig;
+use smolcord_sim::{
+    BotMessage, ChannelPost, Fault, RestFault, RestFaultKind, SimConfig, SimEvent, SimGuild,
+};
 use std::path::Path;
 use std::time::Duration;
 use support::bridge::*;
@@ -35,9 +38,9 @@ fn expiring_sim() -> Rig {
 
 /// Answers "re: CONTENT", and logs each task (one line).
 fn answering_agent(log: &Path) -> Vec<String> {
-    sh(&format!(
-        r#"{{ cat; echo; }} | tee -a '{}' | sed -n 's/.*"content":"\([^"]*\)".*/re: \1/p'"#,
-        log.display()
+    sh(&logged_task(
+        log,
+        r#"sed -n 's/.*"content":"\([^"]*\)".*/re: \1/p' "$task""#,
     ))
 }
 
@@ -387,9 +390,9 @@ fn a_history_page_over_the_answer_cap_is_read_in_smaller_pages() {
         let calls = rig.path("agent-calls");
         let mut config = rig.config();
         // Answers "re: " and the first word (the gap's are long).
-        config.agent_cmd = Some(sh(&format!(
-            r#"tee -a '{}' | sed -n 's/.*"content":"\([a-z]*[0-9]*\)[ "].*/re: \1/p'"#,
-            calls.display()
+        config.agent_cmd = Some(sh(&logged_task(
+            &calls,
+            r#"sed -n 's/.*"content":"\([a-z]*[0-9]*\)[ "].*/re: \1/p' "$task""#,
         )));
         // 50 messages of 22 kB: one page of 50 is over the REST client's
         // 1 MiB answer cap.
@@ -865,5 +868,383 @@ fn what_a_session_receives_while_the_loop_waits_for_room_is_not_a_gaps() {
         let mut expected = vec!["re: hello".to_owned()];
         expected.extend(answers(&[&gap1, &first, &then, &gap2]));
         assert_eq!(said, expected, "a notice for what the session received?");
+    });
+}
+
+// Server channels (issue 31): a configured channel's history is read back
+// too, and what live intake would have taken there is answered once, late,
+// as a reply to its message.
+
+fn general() -> Snowflake {
+    SimGuild::example().channels[0].id
+}
+
+fn bot_log() -> Snowflake {
+    SimGuild::example().channels[1].id
+}
+
+fn mention(channel: Snowflake, author: u64, text: &str) -> ChannelPost {
+    ChannelPost::new(channel, author, "someone", text).mentioning()
+}
+
+/// A channel task's reply: a Discord reply (type 19) to `asked`.
+fn assert_reply_to(reply: &BotMessage, asked: Snowflake) {
+    assert_eq!(reply.object["type"], 19, "{:?}", reply.object);
+    assert_eq!(
+        reply.object["message_reference"]["message_id"],
+        asked.to_string(),
+        "{:?}",
+        reply.object
+    );
+}
+
+#[test]
+fn a_mention_sent_in_a_configured_channel_while_the_bridge_was_down_is_answered_once_as_a_reply() {
+    // The application has no MESSAGE_CONTENT (the simulator's default):
+    // the history still shows the text of what mentions the bot.
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        // Answered live, before the gap: not again after it.
+        let before = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "before"))
+            .unwrap();
+        rig.message_containing(general(), "before", T).await;
+        processed(&rig, general(), before).await;
+        first.stop().await;
+        let asked = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "while down"))
+            .unwrap();
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let reply = rig.message_containing(general(), "while down", T).await;
+        assert!(reply.content.starts_with(LATE), "{}", reply.content);
+        assert_reply_to(&reply, asked);
+        processed(&rig, general(), asked).await;
+        second.stop().await;
+
+        let sent = rig.sim.messages_in(general());
+        assert_eq!(sent.len(), 2, "answered twice: {:?}", replies(&sent));
+        assert!(!sent[0].content.starts_with(LATE), "{}", sent[0].content);
+        let tasks: Vec<serde_json::Value> = std::fs::read_to_string(&calls)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(tasks.len(), 2, "the agent ran twice for one");
+        let task = &tasks[1];
+        assert_eq!(task["message_id"], asked.to_string());
+        assert_eq!(task["channel_id"], general().to_string());
+        assert_eq!(task["guild_id"], SimGuild::example().id.to_string());
+        assert_eq!(task["text"], "while down", "{task}");
+    });
+}
+
+#[test]
+fn a_gap_message_without_the_mention_and_a_strangers_mention_get_nothing_posted() {
+    // With MESSAGE_CONTENT the history shows every message's text: the
+    // one without the mention must still not be taken.
+    let rig = Rig::with_sim(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        resume_window: Duration::from_millis(300),
+        nonce_window: Duration::ZERO,
+        enabled_privileged_intents: Intents::MESSAGE_CONTENT,
+        ..SimConfig::default()
+    });
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        first.stop().await;
+        let post = |post: ChannelPost| rig.sim.post_in_channel(&post).unwrap();
+        post(ChannelPost::new(general(), ALICE, "alice", "just chatting"));
+        post(mention(general(), STRANGER, "stranger asks"));
+        // Last: its answer shows the read-back went past the others.
+        let asked = post(mention(general(), ALICE, "alice asks"));
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let reply = rig.message_containing(general(), "alice asks", T).await;
+        assert_reply_to(&reply, asked);
+        processed(&rig, general(), asked).await;
+        let counters = second.counters.snapshot();
+        second.stop().await;
+
+        let sent = rig.sim.messages_in(general());
+        assert_eq!(sent.len(), 1, "{:?}", replies(&sent));
+        assert_eq!(line_count(&calls), 1, "another message reached the agent");
+        assert!(
+            rig.sim
+                .messages_in(rig.sim.dm_channel_of(STRANGER))
+                .is_empty(),
+            "no pairing code for a channel's stranger"
+        );
+        assert_eq!(counters.channel_strangers, 1);
+        assert_eq!(counters.guild_messages_skipped, 1);
+        assert_eq!(counters.pairing_codes_issued, 0);
+    });
+}
+
+#[test]
+fn a_channel_refusing_its_history_read_is_told_to_the_owner_once_and_the_rest_is_still_read_back() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        // The refusing channel first: the others are read after it.
+        config.channels = vec![ChannelConfig::new(general()), ChannelConfig::new(bot_log())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        first.stop().await;
+        rig.sim
+            .post_in_channel(&mention(general(), ALICE, "lost in general"))
+            .unwrap();
+        let asked = rig
+            .sim
+            .post_in_channel(&mention(bot_log(), ALICE, "in bot-log"))
+            .unwrap();
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "in the dm");
+        // The bot can no longer see #general: 403 50001 Missing Access.
+        rig.sim.set_view_permission(general(), false).unwrap();
+        let_the_session_expire().await;
+
+        let events = rig.sim.subscribe();
+        let second = rig.start(&ex, config, tunables()).await;
+        let owner_dm = rig.sim.dm_channel_of(OWNER);
+        let told = rig
+            .message_containing(owner_dm, "could not read back", T)
+            .await;
+        assert!(
+            told.content.contains(&format!("<#{}>", general())),
+            "{}",
+            told.content
+        );
+        let answer = rig.message_containing(bot_log(), "in bot-log", T).await;
+        assert_reply_to(&answer, asked);
+        let sent = rig.messages(dm, 1, T).await;
+        assert_eq!(replies(&sent), [late("re: in the dm")]);
+
+        // A newer fresh session reads back again: refused again, the
+        // owner not told again.
+        let refusals = || {
+            let channel = format!("/api/v10/channels/{}", general());
+            rig.sim
+                .rest_requests()
+                .iter()
+                .filter(|r| r.method == "GET" && r.path.starts_with(&channel))
+                .filter(|r| r.status == 403)
+                .count()
+        };
+        assert_eq!(refusals(), 1, "tried again");
+        next_sim_event(&events, "the fresh identify", |e| {
+            matches!(e, SimEvent::Identified { .. })
+        })
+        .await;
+        assert_eq!(rig.sim.fault(Fault::InvalidSession(false)), 1);
+        wait_until("the second refusal", T, || (refusals() == 2).then_some(())).await;
+        let (_, journal) = second.stop_and_read_journal(rig.state()).await;
+        assert_eq!(refusals(), 2, "tried again");
+        let owner_said = rig.sim.messages_in(owner_dm);
+        assert_eq!(owner_said.len(), 1, "{owner_said:?}");
+        assert!(journal.iter().any(|e| e.status == Some(403)), "{journal:?}");
+        assert!(rig.sim.messages_in(general()).is_empty());
+        // Two agents at once append to the log: count the tasks, not lines.
+        let log = std::fs::read_to_string(&calls).unwrap_or_default();
+        assert_eq!(log.matches("\"message_id\":").count(), 2, "{log}");
+    });
+}
+
+#[test]
+fn a_fresh_state_dir_takes_the_bots_replies_in_a_channel_as_the_ledger() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        for n in 0..3 {
+            let asked = rig
+                .sim
+                .post_in_channel(&mention(general(), ALICE, &format!("answered {n}")))
+                .unwrap();
+            processed(&rig, general(), asked).await;
+        }
+        first.stop().await;
+        let missed = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "missed"))
+            .unwrap();
+        let_the_session_expire().await;
+
+        // A new host: the same bot, a fresh state dir.
+        let fresh = tempfile::tempdir().unwrap();
+        let fresh_calls = fresh.path().join("agent-calls");
+        config.state_dir = fresh.path().to_path_buf();
+        config.agent_cmd = Some(answering_agent(&fresh_calls));
+        let second = rig.start(&ex, config, tunables()).await;
+        let reply = rig.message_containing(general(), "missed", T).await;
+        assert_reply_to(&reply, missed);
+        second.stop().await;
+        assert_eq!(line_count(&fresh_calls), 1, "answered again");
+        assert_eq!(rig.sim.messages_in(general()).len(), 4);
+    });
+}
+
+#[test]
+fn a_message_sent_in_the_bots_thread_while_the_bridge_was_down_is_answered_there() {
+    // Thread mode reads messages without a mention: MESSAGE_CONTENT.
+    let rig = Rig::with_sim(SimConfig {
+        heartbeat_interval: Duration::from_millis(500),
+        resume_window: Duration::from_millis(300),
+        nonce_window: Duration::ZERO,
+        enabled_privileged_intents: Intents::MESSAGE_CONTENT,
+        ..SimConfig::default()
+    });
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.channels = vec![ChannelConfig {
+            thread: true,
+            ..ChannelConfig::new(general())
+        }];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        // The thread's id is its message's.
+        let thread = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "plan the trip"))
+            .unwrap();
+        rig.message_containing(thread, "plan the trip", T).await;
+        processed(&rig, general(), thread).await;
+        first.stop().await;
+        let asked = rig
+            .sim
+            .post_in_channel(&ChannelPost::new(thread, ALICE, "alice", "and the hotel"))
+            .unwrap();
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let reply = rig.message_containing(thread, "and the hotel", T).await;
+        assert!(reply.content.starts_with(LATE), "{}", reply.content);
+        assert_reply_to(&reply, asked);
+        processed(&rig, thread, asked).await;
+        second.stop().await;
+        assert_eq!(rig.sim.messages_in(thread).len(), 2);
+        assert!(rig.sim.messages_in(general()).is_empty());
+        assert_eq!(line_count(&calls), 2, "the agent ran twice for one");
+    });
+}
+
+#[test]
+fn a_channel_task_spooled_before_the_gap_is_not_spooled_again_with_the_gaps() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        // No agent_cmd: tasks go to the spool.
+        let mut config = rig.config();
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        let before = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "before"))
+            .unwrap();
+        let spooled = rig.path(&format!("spool/tasks/{before}.json"));
+        wait_until("the spooled task", T, || spooled.exists().then_some(())).await;
+        processed(&rig, general(), before).await;
+        // The agent took it, and has not answered yet.
+        std::fs::remove_file(&spooled).unwrap();
+        first.stop().await;
+        let asked = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "while down"))
+            .unwrap();
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let task = rig.path(&format!("spool/tasks/{asked}.json"));
+        wait_until("the gap's task", T, || task.exists().then_some(())).await;
+        processed(&rig, general(), asked).await;
+        second.stop().await;
+        let task: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&task).unwrap()).unwrap();
+        assert_eq!(task["guild_id"], SimGuild::example().id.to_string());
+        assert_eq!(task["text"], "while down");
+        assert!(
+            !spooled.exists(),
+            "the task taken before the gap spooled again"
+        );
+        assert_eq!(rig.files("spool/tasks"), [format!("{asked}.json")]);
+    });
+}
+
+/// A server channel whose history keeps failing (not a refusal: a 500)
+/// is held and read again like a DM channel until its gap ages out; then
+/// the could-not-read notice goes into the channel, where its users wrote.
+#[test]
+fn a_channel_whose_history_never_reads_gets_the_could_not_read_notice_in_the_channel() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        config.channels = vec![ChannelConfig::new(general())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        first.stop().await;
+        rig.sim
+            .post_in_channel(&mention(general(), ALICE, "never read"))
+            .unwrap();
+        let_the_session_expire().await;
+        rig.sim.rest_fault(
+            RestFault {
+                kind: RestFaultKind::ServerError(500),
+                count: 100_000,
+                path_prefix: None,
+            }
+            .on(&format!("GET /api/v10/channels/{}/messages", general())),
+        );
+        let mut tunables = tunables();
+        tunables.readback.max_age = Duration::from_secs(3);
+        tunables.readback.retry_first = Duration::from_millis(200);
+        tunables.readback.retry_max = Duration::from_millis(400);
+        let second = rig.start(&ex, config, tunables).await;
+        let notice = rig
+            .message_containing(general(), "could not read those messages", T)
+            .await;
+        second.stop().await;
+        assert!(
+            notice
+                .content
+                .starts_with("While I was offline you may have written to me (from "),
+            "{}",
+            notice.content
+        );
+        assert_eq!(rig.sim.messages_in(general()).len(), 1);
+        assert_eq!(
+            line_count(&calls),
+            0,
+            "a gap message reached the agent unread"
+        );
+        let owner_dm = rig.sim.dm_channel_of(OWNER);
+        assert!(
+            rig.sim.messages_in(owner_dm).is_empty(),
+            "a 500 is no refusal to tell the owner of"
+        );
     });
 }

@@ -8,6 +8,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+// These tests wait far more than they compute (two at once kept 28 % of
+// one core busy for 138 s), so eight run at once.
+smolcord_testkit::default_test_threads!(8);
+
 #[cfg(feature = "sim")]
 mod agent_errors;
 #[cfg(feature = "sim")]

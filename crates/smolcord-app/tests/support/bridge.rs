@@ -304,7 +304,18 @@ pub fn sh(script: &str) -> Vec<String> {
 /// An agent that appends each task (one JSON line) to `log` and answers
 /// with the task JSON itself, so a test can see what the agent was given.
 pub fn echo_agent(log: &Path) -> Vec<String> {
-    sh(&format!("{{ cat; echo; }} | tee -a '{}'", log.display()))
+    sh(&logged_task(log, r#"cat "$task""#))
+}
+
+/// A script that keeps its task (stdin) in `$task`, appends it to `log` as
+/// one line, runs `answer`, and removes the copy. The line goes in one
+/// write: two agents at once (a `tee -a` writes each chunk it reads, so the
+/// task and its newline in two) would otherwise interleave their lines.
+pub fn logged_task(log: &Path, answer: &str) -> String {
+    format!(
+        r#"task=$(mktemp) && {{ cat; echo; }} >"$task" && cat "$task" >>'{}' && {answer}; status=$?; rm -f "$task"; exit $status"#,
+        log.display()
+    )
 }
 
 /// Lines in a file (0 if missing).

@@ -90,12 +90,25 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
         }
         ("POST", "/channel-permission") => {
             let body = body(request)?;
-            let channel = id_field(&body, "channel_id")?;
-            let allowed = bool_field(&body, "send_messages", true)?;
-            shared
-                .set_send_permission(Snowflake::new(channel), allowed)
-                .map_err(|e| bad(e.to_string()))?;
-            Response::json(200, &json!({"send_messages": allowed}))
+            let channel = Snowflake::new(id_field(&body, "channel_id")?);
+            let mut answer = serde_json::Map::new();
+            // Each given permission is set; none given: Send Messages on.
+            let view = body.get("view_channel").is_some();
+            if body.get("send_messages").is_some() || !view {
+                let allowed = bool_field(&body, "send_messages", true)?;
+                shared
+                    .set_send_permission(channel, allowed)
+                    .map_err(|e| bad(e.to_string()))?;
+                answer.insert("send_messages".into(), json!(allowed));
+            }
+            if view {
+                let allowed = bool_field(&body, "view_channel", true)?;
+                shared
+                    .set_view_permission(channel, allowed)
+                    .map_err(|e| bad(e.to_string()))?;
+                answer.insert("view_channel".into(), json!(allowed));
+            }
+            Response::json(200, &Value::Object(answer))
         }
         ("GET", "/stats") => {
             let stats = shared

@@ -6,7 +6,7 @@ use crate::model::config::SimGuild;
 use crate::model::objects::{self, MessagePlace};
 use crate::model::sim_error::SimError;
 use crate::state::directory::{ChannelInfo, StoredFile};
-use crate::state::shared::Shared;
+use crate::state::shared::{Shared, State};
 use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::{Snowflake, MESSAGE_FLAG_IS_VOICE_MESSAGE};
@@ -116,6 +116,14 @@ fn url_name(filename: &str) -> String {
         .collect()
 }
 
+/// A DM being injected: its message id, its channel, its author.
+struct Dm<'a> {
+    id: u64,
+    channel: u64,
+    author_id: u64,
+    author_name: &'a str,
+}
+
 impl Shared {
     /// Dispatches a DM from `author` and returns `(message id, channel id)`.
     pub(crate) fn send_dm(
@@ -128,20 +136,33 @@ impl Shared {
         let state = &mut *state;
         let channel = state.dir.dm_channel(&mut state.ids, author_id, author_name);
         let id = state.ids.next();
+        let dm = Dm {
+            id,
+            channel,
+            author_id,
+            author_name,
+        };
+        self.post_dm(state, &dm, content, Vec::new(), 0);
+        (Snowflake::new(id), Snowflake::new(channel))
+    }
+
+    /// The end of every injected DM: its message object built and posted
+    /// (kept in the channel's history, dispatched as MESSAGE_CREATE).
+    fn post_dm(
+        &self,
+        state: &mut State,
+        dm: &Dm<'_>,
+        content: &str,
+        attachments: Vec<Value>,
+        flags: u64,
+    ) {
         let place = MessagePlace {
-            channel_id: channel,
+            channel_id: dm.channel,
             guild_id: None,
         };
-        let d = objects::message(
-            id,
-            &place,
-            objects::user(author_id, author_name),
-            content,
-            Vec::new(),
-            0,
-        );
-        state.post_from_user(&self.config, channel, id, &d);
-        (Snowflake::new(id), Snowflake::new(channel))
+        let author = objects::user(dm.author_id, dm.author_name);
+        let d = objects::message(dm.id, &place, author, content, attachments, flags);
+        state.post_from_user(&self.config, dm.channel, dm.id, &d);
     }
 
     /// Dispatches a DM with `files` attached, each served under
@@ -185,19 +206,13 @@ impl Shared {
                 "flags": 0,
             }));
         }
-        let place = MessagePlace {
-            channel_id: channel,
-            guild_id: None,
-        };
-        let d = objects::message(
+        let dm = Dm {
             id,
-            &place,
-            objects::user(author_id, author_name),
-            content,
-            attachments,
-            0,
-        );
-        state.post_from_user(&self.config, channel, id, &d);
+            channel,
+            author_id,
+            author_name,
+        };
+        self.post_dm(state, &dm, content, attachments, 0);
         (Snowflake::new(id), Snowflake::new(channel))
     }
 
@@ -238,19 +253,19 @@ impl Shared {
             "waveform": waveform(duration),
             "flags": 0,
         });
-        let place = MessagePlace {
-            channel_id: channel,
-            guild_id: None,
-        };
-        let d = objects::message(
+        let dm = Dm {
             id,
-            &place,
-            objects::user(author_id, author_name),
+            channel,
+            author_id,
+            author_name,
+        };
+        self.post_dm(
+            state,
+            &dm,
             "",
             vec![attachment],
             MESSAGE_FLAG_IS_VOICE_MESSAGE,
         );
-        state.post_from_user(&self.config, channel, id, &d);
         VoiceNote {
             message_id: Snowflake::new(id),
             channel_id: Snowflake::new(channel),
@@ -454,6 +469,29 @@ impl Shared {
             state.dir.send_denied.remove(&channel_id.get());
         } else {
             state.dir.send_denied.insert(channel_id.get());
+        }
+        Ok(())
+    }
+
+    /// Grants or takes away the bot's View Channel in a guild channel.
+    pub(crate) fn set_view_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        let mut state = self.lock();
+        let known = state
+            .dir
+            .channels
+            .get(&channel_id.get())
+            .is_some_and(|c| c.guild_id.is_some());
+        if !known {
+            return Err(SimError::UnknownChannel(channel_id));
+        }
+        if allowed {
+            state.dir.view_denied.remove(&channel_id.get());
+        } else {
+            state.dir.view_denied.insert(channel_id.get());
         }
         Ok(())
     }

@@ -8,7 +8,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 /// Discord's default limit on one uploaded file ("20 MiB for all users",
-/// since 2026-09-04; `rest/upload_limits.rs`); [`SimConfig::upload_limit`]
+/// since 2026-09-04; `rest/upload_limits.rs`), the same figure as the
+/// library's `smolcord::rest::MAX_FILE_BYTES` (a test checks they agree); [`SimConfig::upload_limit`]
 /// changes it (a server's boost tier raises it; a test lowers it to make a
 /// small file bite).
 pub const DEFAULT_UPLOAD_LIMIT: usize = 20 * 1024 * 1024;

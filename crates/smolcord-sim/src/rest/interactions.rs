@@ -1,6 +1,6 @@
 //! The interaction routes (`state/interactions.rs` says what they do):
-//! registering the global commands, the first answer, the edit of the
-//! original answer.
+//! registering the global commands and a guild's (the bulk overwrite) and
+//! listing a guild's, the first answer, the edit of the original answer.
 
 use crate::model::objects;
 use crate::state::interactions::InteractionAnswer;
@@ -43,6 +43,75 @@ pub(crate) fn set_global(
         Ok(list) => Response::json(200, &Value::Array(list)),
         Err((field, why)) => invalid_form(&field, &why),
     }
+}
+
+/// `PUT /applications/{id}/guilds/{guild_id}/commands`: the bulk
+/// overwrite of one guild's commands, checked as the global one.
+pub(crate) fn set_guild(
+    shared: &Shared,
+    state: &mut State,
+    application_id: Snowflake,
+    guild_id: Snowflake,
+    body: Option<&Value>,
+) -> Response {
+    if let Err(refused) = guild_access(shared, state, application_id, guild_id) {
+        return refused;
+    }
+    let State {
+        interactions, ids, ..
+    } = state;
+    let book = interactions
+        .guild_commands
+        .entry(guild_id.get())
+        .or_default();
+    match book.overwrite(application_id.get(), body, || ids.next()) {
+        Ok(mut list) => {
+            for command in &mut list {
+                command["guild_id"] = json!(guild_id.to_string());
+            }
+            book.commands.clone_from(&list);
+            Response::json(200, &Value::Array(list))
+        }
+        Err((field, why)) => invalid_form(&field, &why),
+    }
+}
+
+/// `GET /applications/{id}/guilds/{guild_id}/commands`: the guild's
+/// commands as registered (an empty list before any).
+pub(crate) fn list_guild(
+    shared: &Shared,
+    state: &State,
+    application_id: Snowflake,
+    guild_id: Snowflake,
+) -> Response {
+    if let Err(refused) = guild_access(shared, state, application_id, guild_id) {
+        return refused;
+    }
+    let list = state
+        .interactions
+        .guild_commands
+        .get(&guild_id.get())
+        .map(|book| book.commands.clone())
+        .unwrap_or_default();
+    Response::json(200, &Value::Array(list))
+}
+
+/// The simulator's application (its bot) in a guild the simulator knows;
+/// else Discord's refusal: 403 50001 for another application, 404 10004
+/// for a guild it is not in.
+fn guild_access(
+    shared: &Shared,
+    state: &State,
+    application_id: Snowflake,
+    guild_id: Snowflake,
+) -> Result<(), Response> {
+    if application_id != shared.config.bot_id {
+        return Err(error(403, 50001, "Missing Access"));
+    }
+    if !state.dir.guilds.iter().any(|g| g.id == guild_id) {
+        return Err(error(404, 10004, "Unknown Guild"));
+    }
+    Ok(())
 }
 
 /// `POST /interactions/{id}/{token}/callback`.

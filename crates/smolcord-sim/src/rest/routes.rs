@@ -19,7 +19,7 @@ use crate::state::history::{self, StoredMessage};
 use crate::state::nonces::{Original, NONCE_MAX_CHARS};
 use crate::state::ratelimit::{Decision, Standing};
 use crate::state::rest_faults::FaultTarget;
-use crate::state::rest_log::RestRecord;
+use crate::state::rest_log::{redact_path, RestRecord};
 use crate::state::shared::{Shared, State};
 use crate::wire::http::{Request, Response};
 use crate::wire::multipart::{self, Part};
@@ -53,6 +53,18 @@ fn invalid_form(field: &str, code: &str, message: &str) -> Response {
 /// set by [`crate::Simulator::set_send_permission`]).
 fn missing_permissions() -> Response {
     error(403, 50013, "Missing Permissions")
+}
+
+/// 403 50001: the bot cannot see the channel (no View Channel, set by
+/// [`crate::Simulator::set_view_permission`]): Discord answers every
+/// route on it so, reads of its history included.
+fn missing_access() -> Response {
+    error(403, 50001, "Missing Access")
+}
+
+/// Whether the bot cannot see `channel_id` (see [`missing_access`]).
+fn unseen(state: &State, channel_id: u64) -> bool {
+    state.dir.view_denied.contains(&channel_id)
 }
 
 fn not_found() -> Response {
@@ -131,7 +143,7 @@ pub(crate) fn handle(shared: &Shared, request: &Request) -> Response {
     let record = RestRecord {
         at_ms: state.stats.ms(now),
         method: request.method.clone(),
-        path: request.path.clone(),
+        path: redact_path(&request.path),
         query: request.query.clone(),
         body: json,
         files,
@@ -156,7 +168,7 @@ fn note_no_user_agent(state: &mut State, request: &Request) {
             "sim: REST {} {} has no User-Agent (Discord asks for `DiscordBot (url, version)`); \
              served, and counted in totals.rest_without_user_agent",
             request.method,
-            request.path
+            redact_path(&request.path)
         );
     }
 }
@@ -363,12 +375,15 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::CurrentApplication => Response::json(200, &objects::application(config)),
         Route::CreateDm => open_dm(state, body),
         Route::GetChannel { channel_id } => match channel_object(state, channel_id.get()) {
+            Some(_) if unseen(state, channel_id.get()) => missing_access(),
             Some(object) => Response::json(200, &object),
             None => error(404, 10003, "Unknown Channel"),
         },
         Route::TriggerTyping { channel_id } => {
             if !state.dir.channels.contains_key(&channel_id.get()) {
                 error(404, 10003, "Unknown Channel")
+            } else if unseen(state, channel_id.get()) {
+                missing_access()
             } else if state.dir.send_denied.contains(&channel_id.get()) {
                 missing_permissions()
             } else {
@@ -406,6 +421,20 @@ fn respond(shared: &Shared, state: &mut State, request: &Request, body: &Body) -
         Route::SetGlobalCommands { application_id } => {
             super::interactions::set_global(shared, state, application_id, body.json.as_ref())
         }
+        Route::SetGuildCommands {
+            application_id,
+            guild_id,
+        } => super::interactions::set_guild(
+            shared,
+            state,
+            application_id,
+            guild_id,
+            body.json.as_ref(),
+        ),
+        Route::GetGuildCommands {
+            application_id,
+            guild_id,
+        } => super::interactions::list_guild(shared, state, application_id, guild_id),
         Route::CreateInteractionResponse {
             interaction_id,
             token,
@@ -538,6 +567,9 @@ fn post_message(shared: &Shared, state: &mut State, channel_id: u64, body: &Body
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
+    if unseen(state, channel_id) {
+        return missing_access();
+    }
     if state.dir.send_denied.contains(&channel_id) {
         return missing_permissions();
     }
@@ -676,11 +708,16 @@ fn find_message(state: &mut State, channel: u64, message: u64) -> Option<&mut St
     state.dir.history.get_mut(channel, message)
 }
 
-/// `GET /channels/{id}/messages` (see [`crate::state::history`]).
+/// `GET /channels/{id}/messages` (see [`crate::state::history`]): 404
+/// 10003 for a channel that does not exist (or was deleted), 403 50001
+/// for one the bot cannot see.
 fn channel_messages(state: &State, channel_id: u64, request: &Request) -> Response {
     if !state.dir.channels.contains_key(&channel_id) {
         return error(404, 10003, "Unknown Channel");
     };
+    if unseen(state, channel_id) {
+        return missing_access();
+    }
     match history::page_query(request) {
         Ok((anchor, limit)) => Response::json(
             200,
@@ -769,7 +806,7 @@ pub(crate) fn attachment(shared: &Shared, request: &Request) -> Response {
     let record = RestRecord {
         at_ms: state.stats.ms(now),
         method: request.method.clone(),
-        path: request.path.clone(),
+        path: redact_path(&request.path),
         query: request.query.clone(),
         body: Value::Null,
         files: Vec::new(),

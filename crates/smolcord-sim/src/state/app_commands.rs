@@ -68,6 +68,8 @@ impl CommandBook {
                 if let Some(map) = old.as_object_mut() {
                     map.remove("id");
                     map.remove("version");
+                    // A guild's commands carry their guild (set after).
+                    map.remove("guild_id");
                 }
                 old == stored
             };

@@ -1,8 +1,8 @@
 //! What the simulator knows of the world the bot lives in: guilds, their
 //! channels and the DM channels, every channel's history, the files it
-//! serves, and the bot's Send Messages per channel. Kept together because
-//! a channel's rules (it exists, it is a DM or a thread, the bot may post
-//! there) are read together on every post.
+//! serves, and the bot's View Channel and Send Messages per channel. Kept
+//! together because a channel's rules (it exists, it is a DM or a thread,
+//! the bot may see it, may post there) are read together on every post.
 
 use super::history::History;
 use crate::model::config::SimGuild;
@@ -37,6 +37,10 @@ pub(crate) struct Directory {
     /// Guild channels where the bot lacks Send Messages: posting and
     /// typing there are 403 50013 (one entry per known channel at most).
     pub(crate) send_denied: std::collections::HashSet<u64>,
+    /// Guild channels the bot cannot see (no View Channel): every route
+    /// on them (read, post, typing, the channel itself) is 403 50001
+    /// Missing Access (one entry per known channel at most).
+    pub(crate) view_denied: std::collections::HashSet<u64>,
     /// Threads started from a message: thread (= message) id → its channel.
     pub(crate) thread_parent: HashMap<u64, u64>,
 }

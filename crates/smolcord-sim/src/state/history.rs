@@ -75,11 +75,23 @@ impl StoredMessage {
     /// The message as a history read returns it: without its `nonce`,
     /// which Discord gives back only in the create answer and the
     /// MESSAGE_CREATE event, never in the history (a client that builds a
-    /// ledger on nonces read back must fail here as on Discord).
+    /// ledger on nonces read back must fail here as on Discord); and
+    /// without `guild_id` and `member`, the gateway's extra fields of
+    /// MESSAGE_CREATE (a client must know a read message's guild from its
+    /// channel), in the message a reply answers too.
     pub(crate) fn as_read_back(&self) -> Value {
         let mut object = self.object.clone();
         if let Some(fields) = object.as_object_mut() {
             fields.remove("nonce");
+            fields.remove("guild_id");
+            fields.remove("member");
+            if let Some(answered) = fields
+                .get_mut("referenced_message")
+                .and_then(Value::as_object_mut)
+            {
+                answered.remove("guild_id");
+                answered.remove("member");
+            }
         }
         object
     }
@@ -125,13 +137,11 @@ impl History {
 
     /// A stored message's object as the bot reads it over REST.
     pub(crate) fn as_read(&self, message: &StoredMessage) -> Value {
+        // Judged on the stored object: the one read has no `guild_id`.
+        let in_guild = crate::model::content::in_guild(&message.object);
         let object = message.as_read_back();
         match self.withheld_from {
-            Some(bot) => crate::model::content::withhold(
-                &object,
-                bot,
-                crate::model::content::in_guild(&object),
-            ),
+            Some(bot) => crate::model::content::withhold(&object, bot, in_guild),
             None => object,
         }
     }
@@ -332,6 +342,36 @@ mod tests {
         let page = h.page(1, Anchor::Latest, 10);
         assert_eq!(page[0]["content"], "x");
         assert!(page[0].get("nonce").is_none(), "{}", page[0]);
+    }
+
+    #[test]
+    fn history_pages_carry_no_gateway_extra_fields_and_withhold_content_by_guild() {
+        let mut h = History::default();
+        h.withhold_content_from(9);
+        let answered = json!({"id": "4", "guild_id": "3", "member": {}, "content": "a",
+            "author": {"id": "6"}, "mentions": []});
+        for (id, mentions) in [(5, json!([])), (6, json!([{"id": "9"}]))] {
+            h.push(
+                1,
+                StoredMessage::new(
+                    id,
+                    false,
+                    json!({"id": id.to_string(), "guild_id": "3", "member": {}, "content": "hi",
+                        "author": {"id": "5"}, "mentions": mentions,
+                        "referenced_message": answered.clone()}),
+                ),
+            );
+        }
+        let page = h.page(1, Anchor::Latest, 10);
+        for message in &page {
+            assert!(message.get("guild_id").is_none(), "{message}");
+            assert!(message.get("member").is_none(), "{message}");
+            let answered = &message["referenced_message"];
+            assert!(answered.get("guild_id").is_none(), "{answered}");
+        }
+        // Still a guild message: withheld unless it mentions the bot.
+        assert_eq!(page[0]["content"], "hi");
+        assert_eq!(page[1]["content"], "");
     }
 
     #[test]

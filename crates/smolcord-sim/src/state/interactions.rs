@@ -78,6 +78,9 @@ pub(crate) struct Pending {
 /// Registered commands and the interactions made of them.
 pub(crate) struct InteractionBook {
     pub(crate) commands: CommandBook,
+    /// The application's commands per guild (only guilds the simulator
+    /// knows: as many as its directory holds).
+    pub(crate) guild_commands: std::collections::HashMap<u64, CommandBook>,
     pub(crate) pending: VecDeque<Pending>,
     pub(crate) deadline: Duration,
     pub(crate) lifetime: Duration,
@@ -87,6 +90,7 @@ impl Default for InteractionBook {
     fn default() -> Self {
         InteractionBook {
             commands: CommandBook::default(),
+            guild_commands: std::collections::HashMap::new(),
             pending: VecDeque::new(),
             deadline: ANSWER_DEADLINE,
             lifetime: TOKEN_LIFETIME,

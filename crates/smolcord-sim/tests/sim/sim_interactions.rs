@@ -3,12 +3,13 @@
 //! INTERACTION_CREATE; the answer is taken once, within its deadline,
 //! authorised by the interaction's token (not the bot's), ephemeral by
 //! flag 64; a deferred answer is edited through the webhook route until
-//! the token expires.
+//! the token expires; a guild's commands are overwritten and listed on
+//! their own route; the REST log keeps no interaction token.
 
 use crate::support;
 
 use serde_json::{json, Value};
-use smolcord_sim::{SimError, Simulator};
+use smolcord_sim::{SimConfig, SimError, SimGuild, Simulator, REDACTED_TOKEN};
 use std::time::Duration;
 use support::sim_client::*;
 
@@ -156,6 +157,115 @@ fn an_interaction_is_answered_once_by_its_token_and_ephemeral_by_flag_64() {
         assert!(answer.ephemeral && !answer.deferred);
         assert_eq!(answer.content.as_deref(), Some("done"));
         assert_eq!(answer.refused_callbacks, 1);
+        sim.shutdown();
+    });
+}
+
+#[test]
+fn a_guilds_commands_are_a_bulk_overwrite_of_their_own_and_listed() {
+    run(async {
+        let guild = SimGuild::example();
+        let sim = sim_with(SimConfig {
+            guilds: vec![guild.clone()],
+            ..SimConfig::default()
+        });
+        let bot = sim.config().bot_id;
+        let path =
+            |app: u64, guild: u64| format!("/api/v10/applications/{app}/guilds/{guild}/commands");
+        let here = path(bot.get(), guild.id.get());
+        let mut http = Http::connect(&sim).await;
+        // Nothing registered yet: an empty list.
+        let empty = http.request("GET", &here, true, None).await;
+        assert_eq!(empty.status, 200);
+        assert_eq!(empty.json(), json!([]));
+        let body = json!([{"name": "deploy", "description": "Deploy"}]);
+        let set = http.request("PUT", &here, true, Some(&body)).await;
+        assert_eq!(set.status, 200, "{}", String::from_utf8_lossy(&set.body));
+        let first = set.json();
+        assert_eq!(first[0]["guild_id"], guild.id.to_string());
+        assert_eq!(first[0]["application_id"], bot.to_string());
+        // Listed as registered; the same again keeps its id and version.
+        let listed = http.request("GET", &here, true, None).await;
+        assert_eq!(listed.json(), first);
+        let again = http.request("PUT", &here, true, Some(&body)).await;
+        assert_eq!(again.json()[0]["id"], first[0]["id"]);
+        assert_eq!(again.json()[0]["version"], first[0]["version"]);
+        // The global commands are another list.
+        assert!(sim.registered_commands().0.is_empty());
+        // Checked as the global overwrite; refused, the list stays.
+        let bad = json!([{"name": "Deploy", "description": "x"}]);
+        let refused = http.request("PUT", &here, true, Some(&bad)).await;
+        assert_eq!(refused.status, 400);
+        assert!(refused.json()["errors"]["0.name"].is_object());
+        let listed = http.request("GET", &here, true, None).await;
+        assert_eq!(listed.json(), first);
+        // Another application: 403 50001; a guild the bot is not in: 404
+        // 10004; without the bot token: 401.
+        let other = http
+            .request("GET", &path(5, guild.id.get()), true, None)
+            .await;
+        assert_eq!(
+            (other.status, other.json()["code"].clone()),
+            (403, json!(50001))
+        );
+        let stranger = http
+            .request("PUT", &path(bot.get(), 99), true, Some(&body))
+            .await;
+        assert_eq!(
+            (stranger.status, stranger.json()["code"].clone()),
+            (404, json!(10004))
+        );
+        let unauthorized = http.request("GET", &here, false, None).await;
+        assert_eq!(unauthorized.status, 401);
+        // Other methods on the path are not allowed.
+        let delete = http.request("DELETE", &here, true, None).await;
+        assert_eq!(delete.status, 405);
+        sim.shutdown();
+    });
+}
+
+#[test]
+fn the_rest_log_keeps_no_interaction_token() {
+    run(async {
+        let sim = sim();
+        let mut http = Http::connect(&sim).await;
+        register(&sim, &mut http).await;
+        let mut bot = session(&sim).await;
+        sim.use_command(7, "owner", "status", &[]).unwrap();
+        let d = interaction(&mut bot).await;
+        let token = d["token"].as_str().unwrap().to_owned();
+        let deferred = json!({"type": 5, "data": {"flags": 64}});
+        let reply = http
+            .request("POST", &callback_path(&d), false, Some(&deferred))
+            .await;
+        assert_eq!(reply.status, 204);
+        let edit = json!({"content": "all well"});
+        let reply = http
+            .request("PATCH", &original_path(&d), false, Some(&edit))
+            .await;
+        assert_eq!(reply.status, 200);
+        let paths: Vec<String> = sim.rest_requests().into_iter().map(|r| r.path).collect();
+        let id = d["id"].as_str().unwrap();
+        let app = d["application_id"].as_str().unwrap();
+        assert!(
+            paths.contains(&format!(
+                "/api/v10/interactions/{id}/{REDACTED_TOKEN}/callback"
+            )),
+            "{paths:?}"
+        );
+        assert!(
+            paths.contains(&format!(
+                "/api/v10/webhooks/{app}/{REDACTED_TOKEN}/messages/@original"
+            )),
+            "{paths:?}"
+        );
+        // Nowhere in the log, nor in what the control API serves.
+        assert!(paths.iter().all(|p| !p.contains(&token)), "{paths:?}");
+        let served = http.request("GET", "/control/rest-log", false, None).await;
+        assert_eq!(served.status, 200);
+        let served = String::from_utf8_lossy(&served.body).into_owned();
+        assert!(served.contains(REDACTED_TOKEN), "{served}");
+        assert!(!served.contains(&token), "{served}");
         sim.shutdown();
     });
 }

@@ -190,7 +190,11 @@ impl Message {
             .filter(move |attachment| voice || attachment.is_audio())
     }
 
-    /// Whether this is a direct message (no guild).
+    /// Whether this is a direct message (no guild). Only as sure as
+    /// `guild_id`: a MESSAGE_CREATE from the gateway carries its guild, a
+    /// message read over REST (a channel's history, a fetched message)
+    /// never does, so for those ask the channel (`GET /channels/{id}`:
+    /// its `guild_id`, or its type).
     pub fn is_direct(&self) -> bool {
         self.guild_id.is_none()
     }

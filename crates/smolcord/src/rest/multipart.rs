@@ -6,9 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Discord's default limit per uploaded file (boosts raise it; a bot cannot
-/// count on that).
-pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;
+/// Discord's default limit per uploaded file: 20 MiB. discord-api-docs,
+/// `developers/reference.mdx`, "Uploading Files": "The file upload size
+/// limit applies to each file in a request. The default limit is `20 MiB`
+/// for all users", raised from 10 MiB on 2026-09-03 (the change log; the
+/// 10 MiB of 2025-01-16 is gone). Nitro and a server's boosts raise it; a
+/// bot cannot count on that. The simulator's `DEFAULT_UPLOAD_LIMIT` is the
+/// same figure (a test checks they agree).
+pub const MAX_FILE_BYTES: usize = 20 * 1024 * 1024;
 /// Discord's limit on files per message.
 pub const MAX_FILES: usize = 10;
 /// Discord's limit on a whole request.

@@ -147,6 +147,23 @@ pub enum Route {
         /// The application.
         application_id: Snowflake,
     },
+    /// `GET /applications/{application_id}/guilds/{guild_id}/commands`:
+    /// the application's commands in one guild (not its global ones).
+    GetGuildCommands {
+        /// The application.
+        application_id: Snowflake,
+        /// The guild.
+        guild_id: Snowflake,
+    },
+    /// `PUT /applications/{application_id}/guilds/{guild_id}/commands`:
+    /// replaces the application's commands in one guild with the list sent
+    /// (the bulk overwrite, as for the global ones).
+    SetGuildCommands {
+        /// The application.
+        application_id: Snowflake,
+        /// The guild.
+        guild_id: Snowflake,
+    },
     /// `POST /interactions/{interaction_id}/{interaction_token}/callback`:
     /// the one initial answer to an interaction, within 3 s of its use.
     CreateInteractionResponse {
@@ -197,14 +214,17 @@ impl Route {
             | Route::CurrentApplication
             | Route::GetChannel { .. }
             | Route::GetMessages { .. }
-            | Route::GetMessage { .. } => Method::Get,
+            | Route::GetMessage { .. }
+            | Route::GetGuildCommands { .. } => Method::Get,
             Route::CreateDm
             | Route::TriggerTyping { .. }
             | Route::CreateMessage { .. }
             | Route::StartThreadFromMessage { .. }
             | Route::CreateInteractionResponse { .. } => Method::Post,
             Route::EditMessage { .. } | Route::EditOriginalResponse { .. } => Method::Patch,
-            Route::CreateReaction { .. } | Route::SetGlobalCommands { .. } => Method::Put,
+            Route::CreateReaction { .. }
+            | Route::SetGlobalCommands { .. }
+            | Route::SetGuildCommands { .. } => Method::Put,
         }
     }
 
@@ -232,6 +252,9 @@ impl Route {
                 "/channels/{channel_id}/messages/{message_id}/reactions/{emoji}/@me"
             }
             Route::SetGlobalCommands { .. } => "/applications/{application_id}/commands",
+            Route::GetGuildCommands { .. } | Route::SetGuildCommands { .. } => {
+                "/applications/{application_id}/guilds/{guild_id}/commands"
+            }
             Route::CreateInteractionResponse { .. } => {
                 "/interactions/{interaction_id}/{interaction_token}/callback"
             }
@@ -277,6 +300,14 @@ impl Route {
             Route::SetGlobalCommands { application_id } => {
                 format!("/applications/{application_id}/commands")
             }
+            Route::GetGuildCommands {
+                application_id,
+                guild_id,
+            }
+            | Route::SetGuildCommands {
+                application_id,
+                guild_id,
+            } => format!("/applications/{application_id}/guilds/{guild_id}/commands"),
             Route::CreateInteractionResponse {
                 interaction_id,
                 token,
@@ -320,6 +351,10 @@ impl Route {
             // interaction's is the application's) and the interaction.
             Route::EditOriginalResponse { application_id, .. } => Some(*application_id),
             Route::CreateInteractionResponse { interaction_id, .. } => Some(*interaction_id),
+            // And the guild.
+            Route::GetGuildCommands { guild_id, .. } | Route::SetGuildCommands { guild_id, .. } => {
+                Some(*guild_id)
+            }
             Route::SetGlobalCommands { .. }
             | Route::Gateway
             | Route::GatewayBot
@@ -358,7 +393,8 @@ impl Route {
             // The bot's own reaction is there or not: a repeat adds nothing.
             Route::CreateReaction { .. } => true,
             // A bulk overwrite sets the list: a repeat sets the same.
-            Route::SetGlobalCommands { .. } => true,
+            Route::SetGlobalCommands { .. } | Route::SetGuildCommands { .. } => true,
+            Route::GetGuildCommands { .. } => true,
             // One answer per interaction: a repeat is refused (400 40060),
             // and after 3 s any answer is (404 10062).
             Route::CreateInteractionResponse { .. } => false,
@@ -421,6 +457,19 @@ impl Route {
             ["applications", application, "commands"] => vec![Route::SetGlobalCommands {
                 application_id: id(application)?,
             }],
+            ["applications", application, "guilds", guild, "commands"] => {
+                let (application_id, guild_id) = (id(application)?, id(guild)?);
+                vec![
+                    Route::GetGuildCommands {
+                        application_id,
+                        guild_id,
+                    },
+                    Route::SetGuildCommands {
+                        application_id,
+                        guild_id,
+                    },
+                ]
+            }
             ["interactions", interaction, token, "callback"] => {
                 vec![Route::CreateInteractionResponse {
                     interaction_id: id(interaction)?,
@@ -492,6 +541,14 @@ mod tests {
             Route::SetGlobalCommands {
                 application_id: message_id,
             },
+            Route::GetGuildCommands {
+                application_id: message_id,
+                guild_id: channel_id,
+            },
+            Route::SetGuildCommands {
+                application_id: message_id,
+                guild_id: channel_id,
+            },
             Route::CreateInteractionResponse {
                 interaction_id: message_id,
                 token: InteractionToken::new("tok3n").unwrap(),
@@ -559,7 +616,9 @@ mod tests {
     #[test]
     fn the_channel_is_the_major_parameter() {
         for route in every_route() {
-            let has_channel = route.template().starts_with("/channels/");
+            // Or the guild, or the webhook or interaction of a token.
+            let has_channel = route.template().starts_with("/channels/")
+                || route.template().contains("{guild_id}");
             // Starting a thread and answering an interaction are refused
             // the second time: the routes a timeout must not repeat.
             let once = matches!(

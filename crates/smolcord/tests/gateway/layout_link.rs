@@ -224,7 +224,7 @@ fn a_static_musl_binary_that_cannot_unwind_is_linked_without_unwind_tables() {
         &[],
     );
     assert!(!args.contains(&no_tables), "{args:?}");
-    // The glibc build keeps them (its idle RSS grew without them).
+    // The glibc build keeps them (glibc's pthread_exit unwinds).
     let args = setup.link(&["x.rcgu.o", "-o", &out], &[]);
     assert_eq!(args, ["x.rcgu.o", "-o", &out]);
     // A test binary or a debug build: untouched.

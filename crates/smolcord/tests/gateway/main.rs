@@ -8,6 +8,10 @@
 
 use smolcord_testkit as support;
 
+// These tests wait far more than they compute (two at once kept 18 % of
+// one core busy for 22 s), so six run at once.
+smolcord_testkit::default_test_threads!(6);
+
 mod layout_link;
 mod offload_clippy_guard;
 mod offload_crash;

@@ -1,5 +1,5 @@
 //! Message uploads (`multipart/form-data`: `payload_json` + `files[0]`)
-//! against the simulator, which checks them like Discord (10 MiB a file,
+//! against the simulator, which checks them like Discord (20 MiB a file,
 //! 25 MiB a request) and serves the files back; and the simulator's rate
 //! limits, which the REST client must ride out.
 #![allow(clippy::disallowed_methods)] // tests may block
@@ -92,6 +92,22 @@ fn a_message_with_a_file_is_stored_and_served_like_discord() {
     let stored = sim.messages_in(channel_id);
     assert_eq!(stored[1].content, "done");
     assert_eq!(stored[1].edits, 1);
+}
+
+#[test]
+fn a_file_of_discords_documented_20_mib_goes_through_client_and_simulator() {
+    // The library's limit is Discord's documented default, the one the
+    // simulator enforces: a file at it is taken by both.
+    assert_eq!(MAX_FILE_BYTES, smolcord_sim::DEFAULT_UPLOAD_LIMIT);
+    assert_eq!(MAX_FILE_BYTES, 20 * 1024 * 1024);
+    let sim = Simulator::start(SimConfig::default()).unwrap();
+    let rest = client(&sim);
+    let channel = sim.dm_channel_of(USER);
+    let big = vec![b'a'; MAX_FILE_BYTES];
+    let sent = run(rest.create_message(channel, &MessageDraft::text("").file(text_file(&big))))
+        .expect("a file at the limit is sent");
+    assert_eq!(sent.attachments.len(), 1);
+    assert_eq!(sent.attachments[0].size, MAX_FILE_BYTES as u64);
 }
 
 #[test]

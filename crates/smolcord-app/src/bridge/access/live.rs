@@ -217,8 +217,9 @@ impl AccessBook {
         let (approved, file) = {
             let access = self.access.borrow();
             let mut book = self.pairing.borrow_mut();
-            let pruned = book.prune(now_unix_ms(), &self.rules);
-            let approved = book.take_approved(|user| access.role(user) != Role::Stranger);
+            let now = now_unix_ms();
+            let pruned = book.prune(now, &self.rules);
+            let approved = book.take_approved(now, |user| access.role(user) != Role::Stranger);
             let changed = pruned || !approved.is_empty();
             (approved, changed.then(|| book.file.clone()))
         };

@@ -46,12 +46,33 @@ pub struct PairingCode {
     pub expires_unix_ms: u64,
 }
 
+/// A code that was approved and taken off the book (its user told), kept
+/// a while so approving it again says what happened ([`approve_code`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsedCode {
+    /// The code.
+    pub code: String,
+    /// Whose it was.
+    pub user_id: Snowflake,
+    /// When it was taken off the book (unix ms).
+    pub used_unix_ms: u64,
+}
+
+/// Used codes kept at most (the newest): more than can be live at once
+/// within a window under the default rules.
+pub const USED_CODES_KEPT: usize = 64;
+
 /// What `pairing.json` holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairingFile {
     /// Codes issued and not yet used (expired ones are pruned lazily).
     #[serde(default)]
     pub codes: Vec<PairingCode>,
+    /// Codes approved and taken off `codes`, for the rate-limit window
+    /// (at least a command token's 15 minutes: a `/approve` run again
+    /// after a crash finds its code here), at most [`USED_CODES_KEPT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub used: Vec<UsedCode>,
     /// Issue times per user inside the rate-limit window (unix ms).
     #[serde(default)]
     pub issued: BTreeMap<Snowflake, Vec<u64>>,
@@ -134,11 +155,18 @@ impl PairingBook {
     /// so `smolcord pair` can say "expired" rather than "unknown") and issue
     /// times outside the window. Returns whether anything was dropped.
     pub fn prune(&mut self, now: u64, rules: &PairingRules) -> bool {
-        let before = (self.file.codes.len(), self.file.issued.len());
+        let before = (
+            self.file.codes.len(),
+            self.file.issued.len(),
+            self.file.used.len(),
+        );
         let window = ms(rules.window);
         self.file
             .codes
             .retain(|c| now.saturating_sub(c.expires_unix_ms) < window);
+        self.file
+            .used
+            .retain(|c| now.saturating_sub(c.used_unix_ms) < window);
         let mut changed = false;
         self.file.issued.retain(|_, times| {
             let n = times.len();
@@ -149,7 +177,12 @@ impl PairingBook {
         let interval = ms(rules.reply_interval);
         self.last_reply
             .retain(|_, &mut t| now.saturating_sub(t) < interval);
-        changed || before != (self.file.codes.len(), self.file.issued.len())
+        let after = (
+            self.file.codes.len(),
+            self.file.issued.len(),
+            self.file.used.len(),
+        );
+        changed || before != after
     }
 
     /// Codes not yet expired.
@@ -213,13 +246,25 @@ impl PairingBook {
         PairingDecision::Issue(code)
     }
 
-    /// Removes the codes of users for whom `allowed` holds; returns one per
-    /// such user (the newest), to tell them.
-    pub fn take_approved(&mut self, allowed: impl Fn(Snowflake) -> bool) -> Vec<PairingCode> {
+    /// Removes the codes of users for whom `allowed` holds (at `now`, unix
+    /// ms: they are kept as used); returns one per such user (the newest),
+    /// to tell them.
+    pub fn take_approved(
+        &mut self,
+        now: u64,
+        allowed: impl Fn(Snowflake) -> bool,
+    ) -> Vec<PairingCode> {
         let (mut approved, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.file.codes)
             .into_iter()
             .partition(|c| allowed(c.user_id));
         self.file.codes = rest;
+        self.file.used.extend(approved.iter().map(|c| UsedCode {
+            code: c.code.clone(),
+            user_id: c.user_id,
+            used_unix_ms: now,
+        }));
+        let over = self.file.used.len().saturating_sub(USED_CODES_KEPT);
+        self.file.used.drain(..over);
         approved.sort_by_key(|c| (c.user_id, std::cmp::Reverse(c.issued_unix_ms)));
         approved.dedup_by_key(|c| c.user_id);
         approved
@@ -310,6 +355,21 @@ pub async fn approve_code(state_dir: &Path, code: &str, now: u64) -> Result<Appr
         .await
         .map_err(|e| PairError::State(e.to_string()))?;
     let Some(entry) = book.codes.iter().find(|c| c.code == wanted) else {
+        // Approved before and taken off the book (its user told): say so
+        // while they are still allowed; a revoked user's code stays used.
+        let used = book.used.iter().find(|c| c.code == wanted);
+        if let Some(used) = used {
+            let file = book::load_for_update(state_dir)
+                .await
+                .map_err(PairError::State)?;
+            if file.owner_id == Some(used.user_id) || file.allowed_user_ids.contains(&used.user_id)
+            {
+                return Ok(Approval {
+                    user_id: used.user_id,
+                    already_allowed: true,
+                });
+            }
+        }
         return Err(PairError::Unknown(wanted));
     };
     if entry.expires_unix_ms <= now {
@@ -404,10 +464,15 @@ mod tests {
             issued_unix_ms: 1,
             expires_unix_ms: 9_999_999,
         });
-        let approved = book.take_approved(|u| u == U);
+        let approved = book.take_approved(10_000_001, |u| u == U);
         assert_eq!(approved.len(), 1);
         assert_ne!(approved[0].code, "OLD");
         assert!(book.file.codes.is_empty());
+        // Kept as used for the window, then forgotten.
+        assert_eq!(book.file.used.len(), 2);
+        assert!(book.file.used.iter().all(|c| c.user_id == U));
+        book.prune(10_000_001 + 3_600_000, &rules);
+        assert!(book.file.used.is_empty());
     }
 
     #[test]

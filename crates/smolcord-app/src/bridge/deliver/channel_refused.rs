@@ -3,7 +3,9 @@
 //! the delivery already logged it, journalled it and archived the reply
 //! (`delivery::settle`); here the owner is told, in a DM, once per channel
 //! and run, what to change. No retry: the next message there is tried as
-//! usual, and tells nobody again.
+//! usual, and tells nobody again. The same for a read-back whose history
+//! read the channel refuses (403 Missing Access or Permissions, 404):
+//! [`on_history_refusal`], under the same once per channel and run.
 
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::notify;
@@ -24,8 +26,17 @@ pub(crate) fn refuses(e: &RestError) -> bool {
     )
 }
 
-/// What the owner reads about `channel` refusing with `e`.
-fn owner_text(channel: Snowflake, e: &RestError) -> String {
+/// What the bot was refused.
+#[derive(Clone, Copy)]
+enum Refused {
+    /// A reply.
+    Answer,
+    /// The read-back of the channel's history after a gap.
+    History,
+}
+
+/// What the owner reads about `channel` refusing `what` with `e`.
+fn owner_text(channel: Snowflake, e: &RestError, what: Refused) -> String {
     let fix = match e {
         RestError::Http { status: 404, .. } => {
             "the channel is gone, or the bot is no longer in its server: remove it from `channels`"
@@ -38,9 +49,13 @@ fn owner_text(channel: Snowflake, e: &RestError) -> String {
     if why.chars().count() == 200 {
         why.push('…');
     }
-    format!(
-        "I cannot answer in <#{channel}> ({why}): {fix}. (Told once per channel until the bridge restarts.)"
-    )
+    let what = match what {
+        Refused::Answer => format!("I cannot answer in <#{channel}>"),
+        Refused::History => format!(
+            "I could not read back <#{channel}> after being offline, so mentions sent there meanwhile went unanswered"
+        ),
+    };
+    format!("{what} ({why}): {fix}. (Told once per channel until the bridge restarts.)")
 }
 
 /// The reply to `message` in server channel `channel` failed with `e`: if
@@ -56,6 +71,43 @@ pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake
         return;
     }
     log::warn!("channel {channel} refuses the bot ({e}); telling the owner");
+    let nonce = nonce::notice(message, Notice::ChannelRefused);
+    tell_owner(
+        ctx,
+        channel,
+        &owner_text(channel, e, Refused::Answer),
+        &nonce,
+    )
+    .await;
+}
+
+/// The read-back of server channel `channel`'s history failed with `e`,
+/// which says the channel refuses the bot: logged with the channel (a
+/// warning the first time in the run), and the owner told once per
+/// channel and run (a refused reply there counts as told too). Not tried
+/// again: the next fresh session reads it again.
+pub(crate) async fn on_history_refusal(ctx: &Ctx, channel: Snowflake, e: &RestError) {
+    if !ctx.channels_refused.first_time(channel) {
+        log::info!(
+            "read-back: channel {channel} refused its history read again ({e}); the owner was told already"
+        );
+        return;
+    }
+    log::warn!(
+        "read-back: channel {channel} refuses the bot ({e}): what was sent there in the gap is not read; telling the owner"
+    );
+    let nonce = nonce::notice(channel, Notice::HistoryRefused);
+    tell_owner(
+        ctx,
+        channel,
+        &owner_text(channel, e, Refused::History),
+        &nonce,
+    )
+    .await;
+}
+
+/// Tells the owner `text` in a DM (about `channel`).
+async fn tell_owner(ctx: &Ctx, channel: Snowflake, text: &str, nonce: &smolcord::rest::Nonce) {
     let Some(owner) = ctx.access.owner() else {
         log::warn!("no owner to tell that channel {channel} refuses the bot");
         return;
@@ -68,8 +120,7 @@ pub(crate) async fn on_refusal(ctx: &Ctx, channel: Snowflake, message: Snowflake
             return;
         }
     };
-    let nonce = nonce::notice(message, Notice::ChannelRefused);
-    notify(ctx, dm.id, &owner_text(channel, e), &nonce).await;
+    notify(ctx, dm.id, text, nonce).await;
 }
 
 #[cfg(test)]
@@ -87,11 +138,14 @@ mod tests {
 
     #[test]
     fn the_owner_reads_what_to_change() {
-        let text = owner_text(Snowflake::new(7), &http(403, 50013));
-        assert!(text.contains("<#7>"), "{text}");
+        let text = owner_text(Snowflake::new(7), &http(403, 50013), Refused::Answer);
+        assert!(text.contains("I cannot answer in <#7>"), "{text}");
         assert!(text.contains("Send Messages"), "{text}");
-        let gone = owner_text(Snowflake::new(7), &http(404, 10003));
+        let gone = owner_text(Snowflake::new(7), &http(404, 10003), Refused::Answer);
         assert!(gone.contains("remove it from `channels`"), "{gone}");
+        let unread = owner_text(Snowflake::new(7), &http(403, 50001), Refused::History);
+        assert!(unread.contains("could not read back <#7>"), "{unread}");
+        assert!(unread.contains("Read Message History"), "{unread}");
         assert!(refuses(&http(403, 50013)));
         assert!(!refuses(&http(400, 50035)));
     }

@@ -17,7 +17,7 @@
 //! ([`super::files_out`]), parts like the others.
 
 use crate::bridge::ctx::Ctx;
-use crate::bridge::deliver::files_out::{self, Outgoing};
+use crate::bridge::deliver::files_out::{self, OutFile, Outgoing};
 use crate::bridge::deliver::tool::tool_command;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::store::outbox::Record;
@@ -151,8 +151,9 @@ pub(crate) const PLACEHOLDER_DONE: &str = "(The reply is below.)";
 /// `placeholder` (a "working…" message) when there is one.
 ///
 /// Nothing ends in silence: a file upload refused for good is tried once
-/// without its optional `attachments` metadata, then the text goes as
-/// messages ([`MAX_FALLBACK_MESSAGES`] at most, the switch recorded first);
+/// without its optional `attachments` metadata (not when refused as too
+/// large, 413: the same bytes would be refused again), then the text goes
+/// as messages ([`MAX_FALLBACK_MESSAGES`] at most, the switch recorded first);
 /// a placeholder that the reply could not replace is edited to say where
 /// the reply is, or what failed; a reply that failed otherwise gets a
 /// notice naming the failure (unless the channel refuses the bot outright:
@@ -266,6 +267,20 @@ fn channel_refuses(e: &RestError) -> bool {
     )
 }
 
+/// Discord's answer to a file over the upload limit where it goes (HTTP
+/// 413, JSON code 40005 "Request entity too large"): the same bytes are
+/// refused again, whatever else the request says.
+fn too_large(e: &RestError) -> bool {
+    matches!(
+        e,
+        RestError::Http { status: 413, .. }
+            | RestError::Http {
+                code: Some(40005),
+                ..
+            }
+    )
+}
+
 /// A part rate limited past the REST client's budget is tried again this
 /// many times, after what Discord asked to wait (at most
 /// [`RATE_LIMITED_LATER_WAIT`] each), before the next way out: text for a
@@ -340,6 +355,9 @@ async fn send_part(
         match rest.edit_message(channel, id, &draft).await
         {
             Ok(message) => return Ok(message.id),
+            // The same file as a new message would be refused the same
+            // way: the text goes instead (the caller's fallback).
+            Err(e) if too_large(&e) => return Err(e),
             Err(e) => log::warn!(
                 "replacing the placeholder with {REPLY_FILE} failed ({e}); sending it as a new message"
             ),
@@ -351,6 +369,8 @@ async fn send_part(
     {
         Ok(message) => Ok(message.id),
         Err(e) if channel_refuses(&e) => Err(e),
+        // Not the metadata's fault: the same bytes would be refused again.
+        Err(e) if too_large(&e) => Err(e),
         Err(e) => {
             // The same nonce: if the refused form did post, this returns it.
             log::warn!(
@@ -365,13 +385,15 @@ async fn send_part(
 }
 
 /// Message `index` of the reply's files: a group of files, or (after the
-/// last group) the notice naming what was not sent. A group refused for
-/// good is tried once without the optional `attachments` metadata, then
-/// named in a text message in its place, so the parts stay in step.
-async fn send_files(
+/// last group) the notice naming what was not sent. A group refused as
+/// too large goes once more without its largest file (named in its
+/// text), a single file so refused is named in its place; a group refused
+/// otherwise is tried once without the optional `attachments` metadata,
+/// then named in a text message in its place, so the parts stay in step.
+async fn send_files<'a>(
     ctx: &Ctx,
     channel: Snowflake,
-    files: &Outgoing,
+    files: &'a Outgoing,
     index: usize,
     nonce: &Nonce,
 ) -> Result<Snowflake, RestError> {
@@ -383,7 +405,12 @@ async fn send_files(
     };
     let Some(group) = files.groups.get(index) else {
         let notice = files.notice().unwrap_or_default();
-        return text_part(notice).await;
+        let sent = text_part(notice).await;
+        if sent.is_ok() {
+            let left_out = files.left_out.len() + files.unlisted;
+            ctx.counters.bump_by(Counter::FilesLeftOut, left_out as u64);
+        }
+        return sent;
     };
     let names = group
         .iter()
@@ -393,14 +420,17 @@ async fn send_files(
     // Streamed from disk as the request is sent (never held in memory); a
     // file swapped for a link or cut since the listing fails the upload,
     // which is then named in its place.
-    let mut draft = MessageDraft::text("");
-    for file in group {
-        draft = draft.file(Upload::disk(
+    let upload = |file: &'a OutFile| {
+        Upload::disk(
             &file.name,
             files_out::content_type(&file.name),
             &file.path,
             file.size,
-        ));
+        )
+    };
+    let mut draft = MessageDraft::text("");
+    for file in group {
+        draft = draft.file(upload(file));
     }
     let error = match ctx
         .rest
@@ -411,6 +441,41 @@ async fn send_files(
         Err(e) if channel_refuses(&e) => return Err(e),
         Err(e) => e,
     };
+    let left = files_out::refused_as_too_large(group).filter(|_| too_large(&error));
+    if let Some(left) = left {
+        // One file over the limit here does not hold back the others:
+        // they go once more without it (nothing was posted under the
+        // nonce), and the message names it. No more tries than that.
+        let out = &group[left];
+        log::warn!(
+            "uploading {names} was refused as too large ({error}); sending the others without {} ({})",
+            out.name,
+            files_out::size_text(out.size)
+        );
+        ctx.counters.bump(Counter::FilesLeftOut);
+        let note = files_out::refused_note(out);
+        let mut others = MessageDraft::text(&note);
+        for (i, file) in group.iter().enumerate() {
+            if i != left {
+                others = others.file(upload(file));
+            }
+        }
+        return match ctx.rest.create_message(channel, &others.nonce(nonce)).await {
+            Ok(message) => Ok(message.id),
+            Err(e) if channel_refuses(&e) => Err(e),
+            Err(e) => {
+                ctx.reporter.rest_failure(FailureKind::Delivery, &e);
+                text_part(format!("Could not upload {names} ({e}).")).await
+            }
+        };
+    }
+    if let (true, [file]) = (too_large(&error), group.as_slice()) {
+        // One file, too large here: sent again (without the metadata) it
+        // would be the same bytes refused the same way. Named instead.
+        log::warn!("uploading {names} was refused as too large ({error}); naming it instead");
+        ctx.counters.bump(Counter::FilesLeftOut);
+        return text_part(files_out::refused_note(file)).await;
+    }
     log::warn!(
         "uploading {names} failed ({error}); trying once without the optional attachments metadata"
     );

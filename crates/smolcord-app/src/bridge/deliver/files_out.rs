@@ -1,7 +1,8 @@
 //! Files out: the regular files an agent leaves in its task's output
 //! directory (`files/ID/out/`) go with its reply, as Discord takes them:
 //! at most [`MAX_FILES`] files and [`GROUP_BYTES`] a message, each at most
-//! [`MAX_FILE_BYTES`] (the upload limit of a server without boosts). What
+//! [`MAX_FILE_BYTES`] (Discord's default upload limit, 20 MiB: what a
+//! server without boosts takes, and a DM). What
 //! does not fit one message goes in the next (at most
 //! [`MAX_FILE_MESSAGES`]); what cannot go at all (a symbolic link, a
 //! directory, a file over the limit, one past the last message) is named
@@ -117,7 +118,8 @@ pub(crate) fn plan(listed: &offload::DirFiles) -> Outgoing {
         let shown = name_of(path);
         if *size > MAX_FILE_BYTES as u64 {
             let why = format!(
-                "larger than Discord's {} MiB upload limit",
+                "{}, larger than Discord's {} MiB upload limit",
+                size_text(*size),
                 MAX_FILE_BYTES >> 20
             );
             out.left_out.push((shown, why));
@@ -153,6 +155,40 @@ pub(crate) fn plan(listed: &offload::DirFiles) -> Outgoing {
             .push((name_of(path), format!("{kind}, not a file")));
     }
     out
+}
+
+/// Which file of a group Discord refused as too large (413, 40005) is
+/// left out: Discord does not say which, but if any file is over the
+/// limit where it goes, the largest is. Its index (the first of equals);
+/// `None` for a group of one, which has nothing left to send.
+pub(crate) fn refused_as_too_large(group: &[OutFile]) -> Option<usize> {
+    if group.len() < 2 {
+        return None;
+    }
+    let largest = group.iter().map(|f| f.size).max()?;
+    group.iter().position(|f| f.size == largest)
+}
+
+/// The text of the message that carries a group's other files when `file`
+/// was left out of it by [`refused_as_too_large`].
+pub(crate) fn refused_note(file: &OutFile) -> String {
+    format!(
+        "Not sent: {} ({}): Discord refused it as too large (the upload limit here is below that; its default is {} MiB a file).",
+        file.name,
+        size_text(file.size),
+        MAX_FILE_BYTES >> 20
+    )
+}
+
+/// A size as the user reads it: bytes below 1 MiB, else MiB to a tenth,
+/// rounded up (so a file over a limit never reads as at it).
+pub(crate) fn size_text(bytes: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    if bytes < MIB {
+        return format!("{bytes} bytes");
+    }
+    let tenths = (bytes * 10).div_ceil(MIB);
+    format!("{}.{} MiB", tenths / 10, tenths % 10)
 }
 
 /// A name Discord takes in a form (1 to 100 of `[A-Za-z0-9._-]`).
@@ -239,25 +275,28 @@ mod tests {
         );
         assert!(notice.ends_with(", 161 more."), "{notice}");
 
-        // By size: three 10 MiB files do not fit one 25 MiB request.
+        // By size: two 10 MiB files fit one 25 MiB request, a third does
+        // not; a file at Discord's 20 MiB goes, one byte more does not.
+        let ten = 10 << 20;
         let big = MAX_FILE_BYTES as u64;
         let out = plan(&listing(
             &[
-                ("a.bin", big),
-                ("b.bin", big),
-                ("c.bin", big),
-                ("d.bin", big + 1),
+                ("a.bin", ten),
+                ("b.bin", ten),
+                ("c.bin", ten),
+                ("d.bin", big),
+                ("e.bin", big + 1),
             ],
             &[],
             0,
         ));
         let sizes: Vec<usize> = out.groups.iter().map(Vec::len).collect();
-        assert_eq!(sizes, [2, 1]);
+        assert_eq!(sizes, [2, 1, 1]);
         assert_eq!(
             out.left_out,
             [(
-                "d.bin".to_owned(),
-                "larger than Discord's 10 MiB upload limit".to_owned()
+                "e.bin".to_owned(),
+                "20.1 MiB, larger than Discord's 20 MiB upload limit".to_owned()
             )]
         );
 
@@ -267,6 +306,24 @@ mod tests {
             link.notice().unwrap(),
             "Not sent with this reply: x (a symbolic link, not a file), 3 more."
         );
+    }
+
+    #[test]
+    fn a_group_refused_as_too_large_leaves_out_its_largest_file() {
+        let file = |name: &str, size| OutFile {
+            path: PathBuf::from(name),
+            name: name.to_owned(),
+            size,
+        };
+        let group = [file("a", 10), file("b", 5000), file("c", 5000)];
+        assert_eq!(refused_as_too_large(&group), Some(1));
+        assert_eq!(refused_as_too_large(&group[..1]), None);
+        assert_eq!(
+            refused_note(&group[1]),
+            "Not sent: b (5000 bytes): Discord refused it as too large (the upload limit here is below that; its default is 20 MiB a file)."
+        );
+        assert_eq!(size_text(15 << 20), "15.0 MiB");
+        assert_eq!(size_text((1 << 20) + 1), "1.1 MiB");
     }
 
     #[test]

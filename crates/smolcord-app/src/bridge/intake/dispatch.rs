@@ -106,7 +106,7 @@ pub(crate) struct Loop {
     pub marker: Option<RestartMarker>,
     pub reload: Receiver<()>,
     pub safe_mode_told: bool,
-    /// The read-back of the DM history after a fresh session.
+    /// The read-back of the history (DMs, server channels) after a fresh session.
     pub readback: Readback,
     /// Rate limit of the "dropped" log line.
     pub drop_log: Throttle<()>,

@@ -27,6 +27,7 @@ use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::interaction_answer::{self as answer, Acked};
 use crate::bridge::intake::results;
 use crate::bridge::jobs::backlog::snowflake_unix_ms;
+use crate::bridge::jobs::inflight::JobGuard;
 use crate::bridge::report::counters::Counter;
 use crate::bridge::work::owner_action;
 use crate::bridge::work::owner_command::{self, OwnerCommand, Verdict};
@@ -153,15 +154,14 @@ impl Interactions {
                 // Held below this interaction until it is on record: a
                 // crash before that resumes from before it, and it runs
                 // again (idempotent) instead of being lost.
-                let (ticket, job) = ctx.floor.begin_message(
-                    shard,
-                    seq,
-                    format!("command interaction {}", interaction.id),
-                );
-                self.spawn(
+                let (ticket, job) = ctx
+                    .floor
+                    .begin_message(shard, seq, job_name(interaction.id));
+                self.spawn_as(
                     ctx,
                     interaction,
                     "bridge-command",
+                    job,
                     move |ctx, interaction| async move {
                         let acked = if command.deferred() {
                             answer::defer(&ctx, &interaction).await
@@ -181,7 +181,6 @@ impl Interactions {
                         answer::finish(&ctx, &interaction, acked, &done.text).await;
                         mark_handled(&ctx, interaction.id).await;
                         ctx.floor.end(ticket);
-                        drop(job);
                     },
                 );
                 None
@@ -190,22 +189,43 @@ impl Interactions {
     }
 
     /// Runs `work` as a task, the interaction in flight meanwhile (and in
-    /// the drain's list at a stop).
+    /// the drain's list at a stop, once).
     fn spawn<F, Fut>(&self, ctx: &Rc<Ctx>, interaction: Interaction, name: &'static str, work: F)
     where
+        F: FnOnce(Rc<Ctx>, Interaction) -> Fut,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
+        let guard = ctx.floor.begin_job(job_name(interaction.id));
+        self.spawn_as(ctx, interaction, name, guard, work);
+    }
+
+    /// [`Self::spawn`] for an interaction whose job is in the drain's list
+    /// already (`guard`, taken with its place under the saved seq).
+    fn spawn_as<F, Fut>(
+        &self,
+        ctx: &Rc<Ctx>,
+        interaction: Interaction,
+        name: &'static str,
+        guard: JobGuard,
+        work: F,
+    ) where
         F: FnOnce(Rc<Ctx>, Interaction) -> Fut,
         Fut: std::future::Future<Output = ()> + 'static,
     {
         let id = interaction.id;
         self.in_flight.borrow_mut().insert(id);
         let in_flight = InFlight(self.in_flight.clone(), id);
-        let guard = ctx.floor.begin_job(format!("command interaction {id}"));
         let task = work(ctx.clone(), interaction);
         ctx.spawn(name, async move {
             let _guards = (guard, in_flight);
             task.await;
         });
     }
+}
+
+/// What the drain's list calls an interaction being handled.
+fn job_name(id: Snowflake) -> String {
+    format!("command interaction {id}")
 }
 
 /// Records the interaction as handled and waits until that is on disk.

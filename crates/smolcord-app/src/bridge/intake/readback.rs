@@ -13,6 +13,24 @@
 //! until caught up, and hands what is not processed yet to the channel's
 //! worker, oldest first.
 //!
+//! Server channels too: every channel in `channels` (at most 64, all
+//! read) and, in thread mode, the bot's threads there with the newest
+//! activity (`threads`, 16 of the 256 it remembers: a conversation goes
+//! on in the newest; an older thread's gap is not read). Of their history
+//! only what live intake would have taken becomes a task (the verdict
+//! [`channel_gate::read_back`]: the channel's mention rule, its `users`,
+//! no system message), with the channel's guild (`GET /channels/{id}`,
+//! once a process: a history names none); the rest is left, and what no
+//! session received is counted as live intake counts it (a stranger's
+//! mention: nothing posted). Without MESSAGE_CONTENT Discord withholds the
+//! text of what does not mention the bot, in a history as on the
+//! gateway: the verdict reads mentions and replies, never the text, so it
+//! is the same either way. A channel that refuses the read for good (403,
+//! 404) is not tried again: the owner is told once per channel and run
+//! ([`channel_refused::on_history_refusal`]), and the other channels are
+//! read on. These are read with shard 0's fresh session, which a restart
+//! always brings; a fresh session of another shard alone is not read back.
+//!
 //! Order and exactly once: at READY, before the dispatch loop takes the
 //! session's next event, each channel to read gets a gate at the head of
 //! its queue ([`crate::bridge::jobs::backlog::Gate`]); a channel found later (an answered
@@ -44,11 +62,14 @@
 
 use crate::bridge::access::restart::PROCESSED_CHANNELS;
 use crate::bridge::ctx::Ctx;
+use crate::bridge::deliver::channel_refused;
 use crate::bridge::jobs::backlog::{
     self, bucket, snowflake_at, snowflake_unix_ms, Bucket, Findings, Held, Kept, Skipped, Tally,
     Unread, PAGE,
 };
 use crate::bridge::jobs::queue::{Job, Work};
+use crate::bridge::report::counters::Counter;
+use crate::bridge::work::channel_gate::{self, ReadBack};
 use crate::bridge::work::worker;
 use crate::status::now_unix_ms;
 use smol::channel::Sender;
@@ -75,6 +96,10 @@ struct Known {
     /// Marked channels that are no DM (not read back); at most
     /// [`PROCESSED_CHANNELS`], forgotten all at once past it.
     not_dm: RefCell<HashSet<Snowflake>>,
+    /// The guild of each server channel (and thread) read back: a history
+    /// names none (`guild_id` is the gateway's). At most
+    /// [`PROCESSED_CHANNELS`], forgotten all at once past it.
+    guilds: RefCell<HashMap<Snowflake, Snowflake>>,
     /// Messages read back and not handled yet, by any read-back.
     held: Rc<Held>,
 }
@@ -100,8 +125,20 @@ struct Run {
 struct Pending {
     channel: Snowflake,
     open: Sender<Findings>,
-    /// Known to be a DM channel (else asked: `GET /channels/{id}`).
-    known_dm: bool,
+    kind: Kind,
+}
+
+/// What a channel to read back is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// An answered user's DM channel.
+    Dm,
+    /// A channel with a processed mark: read if it is a DM (asked: `GET
+    /// /channels/{id}`).
+    Marked,
+    /// A configured server channel, or (`thread`) one of the bot's threads
+    /// in one: what live intake would have taken there (`channel_gate`).
+    Server { thread: bool },
 }
 
 impl Run {
@@ -110,15 +147,16 @@ impl Run {
     /// is always gated; others (strangers', whom the bridge answers at
     /// most with a pairing code and never tells about a gap) within the
     /// bound of channels, the newest marks first (the rest are logged).
-    fn gate(&self, ctx: &Rc<Ctx>, channel: Snowflake, known_dm: bool) -> bool {
+    fn gate(&self, ctx: &Rc<Ctx>, channel: Snowflake, kind: Kind) -> bool {
         let mut gated = self.gated.borrow_mut();
         if gated.contains(&channel) {
             return true;
         }
-        if !known_dm && self.others.get() >= ctx.tunables.readback.channels {
+        let other = kind == Kind::Marked;
+        if other && self.others.get() >= ctx.tunables.readback.channels {
             return false;
         }
-        if !known_dm {
+        if other {
             self.others.set(self.others.get() + 1);
         }
         gated.insert(channel);
@@ -137,7 +175,7 @@ impl Run {
         self.todo.borrow_mut().push_back(Pending {
             channel,
             open,
-            known_dm,
+            kind,
         });
         true
     }
@@ -221,22 +259,38 @@ impl Readback {
             match known {
                 Some(channel) => {
                     answered_dms.insert(channel);
-                    run.gate(ctx, channel, true);
+                    run.gate(ctx, channel, Kind::Dm);
                 }
                 None => run.unresolved.borrow_mut().push(user),
             }
         }
+        // The configured server channels (all), then the bot's threads
+        // in them (within the bound).
+        let servers = server_channels(ctx);
+        for &(channel, thread) in &servers {
+            run.gate(ctx, channel, Kind::Server { thread });
+        }
+        // Neither is a DM: no need to ask.
+        let not_dms: HashSet<Snowflake> = ctx
+            .config
+            .channels
+            .iter()
+            .map(|entry| entry.id)
+            .chain(ctx.runtime.threads().into_iter().map(|(thread, _)| thread))
+            .collect();
         let mut marked: Vec<(Snowflake, Snowflake)> = ctx
             .runtime
             .processed_marks()
             .into_iter()
-            .filter(|(channel, _)| !answered_dms.contains(channel))
+            .filter(|(channel, _)| !answered_dms.contains(channel) && !not_dms.contains(channel))
             .map(|(channel, last)| (last, channel))
             .collect();
         marked.sort_unstable_by(|a, b| b.cmp(a));
         let mut left_out = 0;
         for (_, channel) in marked {
-            if !self.known.not_dm.borrow().contains(&channel) && !run.gate(ctx, channel, false) {
+            if !self.known.not_dm.borrow().contains(&channel)
+                && !run.gate(ctx, channel, Kind::Marked)
+            {
                 left_out += 1;
             }
         }
@@ -288,9 +342,119 @@ impl Readback {
         if let Some(pos) = pos {
             run.unresolved.borrow_mut().remove(pos);
             ctx.runtime.remember_dm(author, message.channel_id);
-            run.gate(ctx, message.channel_id, true);
+            run.gate(ctx, message.channel_id, Kind::Dm);
         }
     }
+}
+
+/// The configured server channels, then, in thread mode, the bot's
+/// threads in them with the newest activity (the later of the thread's
+/// start and its processed mark), at most `threads` (the rest logged):
+/// `(channel, is a thread)`.
+fn server_channels(ctx: &Ctx) -> Vec<(Snowflake, bool)> {
+    let mut servers: Vec<(Snowflake, bool)> = ctx
+        .config
+        .channels
+        .iter()
+        .map(|entry| (entry.id, false))
+        .collect();
+    let mut threads: Vec<(Snowflake, Snowflake)> = ctx
+        .runtime
+        .threads()
+        .into_iter()
+        .map(|(thread, _)| thread)
+        .filter(|thread| {
+            ctx.channel_entry(*thread)
+                .is_some_and(|(_, in_thread)| in_thread)
+        })
+        .map(|thread| {
+            let mark = ctx.runtime.processed_mark(thread);
+            (mark.map_or(thread, |mark| mark.max(thread)), thread)
+        })
+        .collect();
+    threads.sort_unstable_by(|a, b| b.cmp(a));
+    let bound = ctx.tunables.readback.threads;
+    if threads.len() > bound {
+        log::info!(
+            "read-back: {} thread(s) of the bot with older activity not read (bound of {bound} threads)",
+            threads.len() - bound
+        );
+        threads.truncate(bound);
+    }
+    servers.extend(threads.into_iter().map(|(_, thread)| (thread, true)));
+    servers
+}
+
+/// Whether and how a channel is read.
+enum Target {
+    /// Not read (a marked channel that is no DM).
+    Skip,
+    /// Read; a server channel's messages get `guild` (a history names
+    /// none).
+    Read { guild: Option<Snowflake> },
+}
+
+/// What `pending` is, asked of Discord (`GET /channels/{id}`) where it is
+/// not known: whether a marked channel is a DM, a server channel's guild
+/// (then remembered).
+async fn target(ctx: &Ctx, known: &Known, pending: &Pending) -> Result<Target, RestError> {
+    let channel = pending.channel;
+    match pending.kind {
+        Kind::Dm => Ok(Target::Read { guild: None }),
+        Kind::Marked => {
+            if ctx.rest.get_channel(channel).await?.kind == ChannelType::DM {
+                return Ok(Target::Read { guild: None });
+            }
+            let mut not_dm = known.not_dm.borrow_mut();
+            if not_dm.len() >= PROCESSED_CHANNELS {
+                not_dm.clear();
+            }
+            not_dm.insert(channel);
+            Ok(Target::Skip)
+        }
+        Kind::Server { .. } => {
+            if let Some(guild) = known.guilds.borrow().get(&channel) {
+                return Ok(Target::Read {
+                    guild: Some(*guild),
+                });
+            }
+            let Some(guild) = ctx.rest.get_channel(channel).await?.guild_id else {
+                log::warn!(
+                    "read-back: channel {channel} in `channels` is no server channel; not read"
+                );
+                return Ok(Target::Skip);
+            };
+            let mut guilds = known.guilds.borrow_mut();
+            if guilds.len() >= PROCESSED_CHANNELS {
+                guilds.clear();
+            }
+            guilds.insert(channel, guild);
+            Ok(Target::Read { guild: Some(guild) })
+        }
+    }
+}
+
+/// A server channel (`thread`: one of the bot's threads) refused its
+/// history read for good (403 Missing Access or Permissions, 404 Unknown
+/// Channel). A channel: the owner is told, once per channel and run, in
+/// the background (the read goes on with the next channel). A thread: it
+/// was deleted, or the bot lost it with its channel (whose own read says
+/// so): logged.
+fn history_refused(ctx: &Rc<Ctx>, channel: Snowflake, thread: bool, e: RestError) {
+    if thread {
+        log::info!(
+            "read-back: thread {channel} could not be read ({e}): gone, or no longer the bot's to see; not read"
+        );
+        return;
+    }
+    let guard = ctx.floor.begin_job(format!(
+        "telling the owner channel {channel} refused its read-back"
+    ));
+    let task_ctx = ctx.clone();
+    ctx.spawn("bridge-history-refused", async move {
+        let _guard = guard;
+        channel_refused::on_history_refusal(&task_ctx, channel, &e).await;
+    });
 }
 
 /// A channel or user that failed, and when to try it again.
@@ -370,7 +534,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                 Ok(channel) => {
                     if take(run) {
                         ctx.runtime.remember_dm(user, channel);
-                        run.gate(ctx, channel, true);
+                        run.gate(ctx, channel, Kind::Dm);
                     }
                 }
                 Err(e) if e.is_permanent() || Instant::now() >= aged_out_at => {
@@ -419,26 +583,12 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             }
         };
         let channel = pending.channel;
-        let result = match pending.known_dm {
-            true => Ok(true),
-            false => match ctx.rest.get_channel(channel).await {
-                Ok(found) => Ok(found.kind == ChannelType::DM),
-                Err(e) => Err(e),
-            },
-        };
-        let result = match result {
-            Ok(false) => {
-                let mut not_dm = known.not_dm.borrow_mut();
-                if not_dm.len() >= PROCESSED_CHANNELS {
-                    not_dm.clear();
-                }
-                not_dm.insert(channel);
-                continue;
-            }
-            Ok(true) => {
+        let result = match target(ctx, known, &pending).await {
+            Ok(Target::Skip) => continue,
+            Ok(Target::Read { guild }) => {
                 room(ctx, run, &known.held).await;
                 let mut budget = bounds.total.saturating_sub(known.held.count());
-                read_channel(ctx, channel, now_ms, began_ms, &mut budget).await
+                read_channel(ctx, channel, guild, now_ms, began_ms, &mut budget).await
             }
             Err(e) => Err(e),
         };
@@ -464,8 +614,16 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             }
             Err(e) if unreadable_for_good(&e) => {
                 // Nothing there can be read, nor answered: the gate opens
-                // empty, and the read-back is not kept due for it.
-                report(&e);
+                // empty, and the read-back is not kept due for it (nor is
+                // the channel tried again in this one).
+                match pending.kind {
+                    Kind::Dm | Kind::Marked => report(&e),
+                    Kind::Server { thread } => {
+                        ctx.reporter
+                            .rest_failure(crate::recorder::FailureKind::Rest, &e);
+                        history_refused(ctx, channel, thread, e);
+                    }
+                }
             }
             Err(e) if Instant::now() >= aged_out_at => {
                 report(&e);
@@ -483,6 +641,7 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
                     unread: Some(Unread {
                         since_unix_ms,
                         user,
+                        server: matches!(pending.kind, Kind::Server { .. }),
                     }),
                     messages: Vec::new(),
                     session_began_unix_ms: discord_ms(ctx, began_ms),
@@ -559,6 +718,7 @@ fn open_gate(tally: &Tally, pending: &Pending, findings: Findings) -> bool {
 async fn read_channel(
     ctx: &Ctx,
     channel: Snowflake,
+    guild: Option<Snowflake>,
     now_ms: u64,
     began_ms: u64,
     budget: &mut usize,
@@ -622,7 +782,7 @@ async fn read_channel(
         }
         let mut reached_the_session = false;
         let read_from = cursor;
-        for message in page.into_iter().filter(|m| m.id > read_from) {
+        for mut message in page.into_iter().filter(|m| m.id > read_from) {
             // Sent once the session was up: the session delivers it.
             if snowflake_unix_ms(message.id) >= began {
                 reached_the_session = true;
@@ -644,6 +804,29 @@ async fn read_channel(
             }
             if ctx.runtime.is_processed(channel, message.id) {
                 continue;
+            }
+            if let Some(guild) = guild {
+                // A history names no guild (`guild_id` is the gateway's):
+                // the channel's, so the task and the reply know it.
+                message.guild_id.get_or_insert(guild);
+                let role = ctx.access.role(message.author.id);
+                let entry = ctx.channel_entry(channel);
+                let verdict = channel_gate::read_back(&message, bot, entry, role);
+                if verdict != ReadBack::Take {
+                    // Counted as live intake counts what it leaves: once,
+                    // so only what no session received (a gap's).
+                    let sent = snowflake_unix_ms(message.id);
+                    if sent < began_exact && matches!(bucket(sent, &spans), Bucket::Gap(_)) {
+                        match verdict {
+                            ReadBack::Stranger => {
+                                worker::stranger_in_channel(ctx, message.author.id)
+                            }
+                            _ => ctx.counters.bump(Counter::GuildMessagesSkipped),
+                        }
+                    }
+                    log::trace!("read-back: message {} left: {verdict:?}", message.id);
+                    continue;
+                }
             }
             if snowflake_unix_ms(message.id) >= began_exact {
                 // In the slack past the session's start: maybe the

@@ -27,8 +27,14 @@ pub struct ReadbackBounds {
     /// How long a read-back waits for room under `total` before it reads
     /// the next channel anyway.
     pub room_wait: Duration,
-    /// Channels read.
+    /// Channels read besides the answered users' DM channels and the
+    /// configured server channels (all of those are read): other marked
+    /// channels (strangers' DMs), the newest marks first.
     pub channels: usize,
+    /// In thread mode, the bot's threads read (of the 256 it remembers,
+    /// those in a configured channel with the newest activity: the later
+    /// of the thread's start and its processed mark).
+    pub threads: usize,
     /// Pages (of 50 messages, the most one read returns) read per channel
     /// before jumping to its newest page.
     pub pages_per_channel: usize,
@@ -54,6 +60,9 @@ impl Default for ReadbackBounds {
             // up the others' read.
             room_wait: Duration::from_secs(60),
             channels: 32,
+            // A conversation goes on in the newest threads; each is a
+            // request or more at every fresh session.
+            threads: 16,
             pages_per_channel: 5,
             // A REST client's own retries (three 5xx, five 429s) are over
             // in seconds; an outage of Discord's history lasts minutes:
@@ -168,6 +177,9 @@ pub(crate) struct Unread {
     pub since_unix_ms: u64,
     /// Whose channel it is (no notice for a stranger), if known.
     pub user: Option<Snowflake>,
+    /// A configured server channel (or the bot's thread in one): the
+    /// notice goes there, to whoever wrote in it.
+    pub server: bool,
 }
 
 /// Messages read back and not handled yet, all read-backs together: what

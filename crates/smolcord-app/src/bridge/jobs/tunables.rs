@@ -39,7 +39,8 @@ pub struct Tunables {
     pub transcribe_concurrency: usize,
     /// How a task that cannot be written to `spool/tasks/` is tried again.
     pub spool_retry: SpoolRetry,
-    /// What a read-back of the DM history after a fresh session takes on.
+    /// What a read-back of the history (DMs, server channels) after a fresh
+    /// session takes on.
     pub readback: ReadbackBounds,
     /// Bytes all tasks' files (`STATE_DIR/files/`, downloads and the
     /// agent's output) may hold on disk together.

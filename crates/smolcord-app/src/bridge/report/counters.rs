@@ -36,6 +36,7 @@ struct Inner {
     channel_strangers: AtomicU64,
     guild_messages_skipped: AtomicU64,
     channel_refusals: AtomicU64,
+    files_left_out: AtomicU64,
     jobs_peak: AtomicU64,
     safe_mode: AtomicBool,
 }
@@ -63,10 +64,16 @@ pub(crate) enum Counter {
     ChannelStrangers,
     GuildMessagesSkipped,
     ChannelRefusals,
+    FilesLeftOut,
 }
 
 impl BridgeCounters {
     pub(crate) fn bump(&self, counter: Counter) {
+        self.bump_by(counter, 1);
+    }
+
+    /// Adds `n` to `counter` (several files left out of one reply, say).
+    pub(crate) fn bump_by(&self, counter: Counter, n: u64) {
         let i = &self.inner;
         let cell = match counter {
             Counter::MessagesHandled => &i.messages_handled,
@@ -89,8 +96,9 @@ impl BridgeCounters {
             Counter::ChannelStrangers => &i.channel_strangers,
             Counter::GuildMessagesSkipped => &i.guild_messages_skipped,
             Counter::ChannelRefusals => &i.channel_refusals,
+            Counter::FilesLeftOut => &i.files_left_out,
         };
-        cell.fetch_add(1, Ordering::Relaxed);
+        cell.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Notes how many jobs are queued or being handled now.
@@ -130,6 +138,7 @@ impl BridgeCounters {
             channel_strangers: get(&i.channel_strangers),
             guild_messages_skipped: get(&i.guild_messages_skipped),
             channel_refusals: get(&i.channel_refusals),
+            files_left_out: get(&i.files_left_out),
             jobs_peak: get(&i.jobs_peak),
             safe_mode: i.safe_mode.load(Ordering::Relaxed),
         }
@@ -170,6 +179,7 @@ mod tests {
             Counter::ChannelStrangers,
             Counter::GuildMessagesSkipped,
             Counter::ChannelRefusals,
+            Counter::FilesLeftOut,
         ] {
             let before = counters.snapshot().labelled();
             counters.bump(counter);
@@ -189,7 +199,7 @@ mod tests {
             .contains(&("most at once", 3)));
         // The JSON form has one more field, the safe_mode flag.
         let json = serde_json::to_value(counters.snapshot()).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), 22);
+        assert_eq!(json.as_object().unwrap().len(), 23);
         let back: CountersSnapshot = serde_json::from_value(json).unwrap();
         assert_eq!(back, counters.snapshot());
     }

@@ -41,6 +41,9 @@ pub(crate) enum Notice {
     FilesLeftOut,
     /// The owner is told a server channel refused the reply to this message.
     ChannelRefused,
+    /// The owner is told a server channel (this id) refused the read-back
+    /// of its history.
+    HistoryRefused,
     /// The answer to an owner's command (this interaction id), sent as a
     /// message when the interaction can no longer be answered.
     CommandAnswer,
@@ -71,6 +74,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::Unread => format!("h{message}"),
         Notice::FilesLeftOut => format!("a{message}"),
         Notice::ChannelRefused => format!("m{message}"),
+        Notice::HistoryRefused => format!("v{message}"),
         Notice::CommandAnswer => format!("i{message}"),
     };
     derived(text)

@@ -125,6 +125,13 @@ impl RuntimeBook {
         });
     }
 
+    /// The threads the bot started, `(thread, its channel)`, oldest first
+    /// (at most [`crate::bridge::access::restart::THREADS_KEPT`]).
+    pub fn threads(&self) -> Vec<(Snowflake, Snowflake)> {
+        let state = self.state.borrow();
+        state.threads.iter().map(|(t, c)| (*t, *c)).collect()
+    }
+
     /// The channel a thread the bot started belongs to.
     pub fn thread_parent(&self, thread: Snowflake) -> Option<Snowflake> {
         self.state.borrow().threads.get(&thread).copied()

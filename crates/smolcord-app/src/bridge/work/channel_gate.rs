@@ -66,6 +66,45 @@ pub(crate) fn channel_role(entry: &ChannelConfig, role: Role, author: Snowflake)
     }
 }
 
+/// What becomes of a server channel's message read back after a gap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadBack {
+    /// A task, as live intake would have made it.
+    Take,
+    /// Live intake would have skipped it before any queue (why).
+    NotAddressed(&'static str),
+    /// Addressed to the bot by someone not allowed there: nothing posted,
+    /// counted as a stranger's.
+    Stranger,
+}
+
+/// The read-back's verdict on a message of a server channel, by live
+/// intake's rules ([`admit`], then [`channel_role`] on `role`, the
+/// author's role in the access book). A user's message is a default one
+/// (type 0) or a reply (19); Discord's system messages in a history (a
+/// thread's starter message, joins, pins) are no request to anyone.
+pub(crate) fn read_back(
+    message: &Message,
+    bot: Option<Snowflake>,
+    entry: Option<(&ChannelConfig, bool)>,
+    role: Role,
+) -> ReadBack {
+    if !matches!(message.kind, 0 | 19) {
+        return ReadBack::NotAddressed("a system message");
+    }
+    if let Err(why) = admit(Addressing::of(message, bot), entry) {
+        return ReadBack::NotAddressed(why);
+    }
+    let role = match entry {
+        Some((entry, _)) => channel_role(entry, role, message.author.id),
+        None => role,
+    };
+    match role {
+        Role::Stranger => ReadBack::Stranger,
+        _ => ReadBack::Take,
+    }
+}
+
 /// The text for the agent: the message without the bot's mention (`<@id>`
 /// or the older `<@!id>`), which only addressed the bot.
 pub(crate) fn without_mention(content: &str, bot: Option<Snowflake>) -> String {
@@ -153,6 +192,83 @@ mod tests {
         assert_eq!(channel_role(&listed, Role::Stranger, five), Role::Allowed);
         assert_eq!(channel_role(&listed, Role::Allowed, six), Role::Stranger);
         assert_eq!(channel_role(&listed, Role::Owner, six), Role::Owner);
+    }
+
+    #[test]
+    fn a_message_read_back_is_judged_as_live_intake_would() {
+        let entry = ChannelConfig::new(Snowflake::new(7));
+        let listed = ChannelConfig {
+            users: Some(vec![Snowflake::new(6)]),
+            ..entry.clone()
+        };
+        let open = ChannelConfig {
+            mention: false,
+            ..entry.clone()
+        };
+        let bot = Some(BOT);
+        let mut system = message(&[1], None);
+        system.kind = 21;
+        type Row<'a> = (Message, Option<(&'a ChannelConfig, bool)>, Role, ReadBack);
+        let table: [Row; 9] = [
+            (
+                message(&[1], None),
+                Some((&entry, false)),
+                Role::Allowed,
+                ReadBack::Take,
+            ),
+            (
+                message(&[], Some(1)),
+                Some((&entry, false)),
+                Role::Owner,
+                ReadBack::Take,
+            ),
+            (
+                message(&[], None),
+                Some((&entry, false)),
+                Role::Allowed,
+                ReadBack::NotAddressed("no mention of the bot (the channel requires one)"),
+            ),
+            (
+                message(&[], None),
+                Some((&open, false)),
+                Role::Allowed,
+                ReadBack::Take,
+            ),
+            (
+                message(&[], None),
+                Some((&entry, true)),
+                Role::Allowed,
+                ReadBack::Take,
+            ),
+            (
+                message(&[1], None),
+                Some((&entry, false)),
+                Role::Stranger,
+                ReadBack::Stranger,
+            ),
+            // Author 5 is not in the channel's own list.
+            (
+                message(&[1], None),
+                Some((&listed, false)),
+                Role::Allowed,
+                ReadBack::Stranger,
+            ),
+            (
+                message(&[1], None),
+                None,
+                Role::Allowed,
+                ReadBack::NotAddressed("a server channel not in `channels`"),
+            ),
+            (
+                system,
+                Some((&entry, true)),
+                Role::Allowed,
+                ReadBack::NotAddressed("a system message"),
+            ),
+        ];
+        for (n, (message, entry, role, expected)) in table.into_iter().enumerate() {
+            assert_eq!(read_back(&message, bot, entry, role), expected, "row {n}");
+        }
     }
 
     #[test]

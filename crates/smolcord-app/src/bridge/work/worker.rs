@@ -156,8 +156,8 @@ async fn handle_findings(
         // Strangers are told nothing beyond the pairing rules; a channel
         // of no answered user (the read-back knows theirs) is a stranger's.
         let stranger = match unread.user {
-            Some(user) => ctx.access.fresh_role(user).await == Role::Stranger,
-            None => true,
+            Some(user) => author_role(ctx, channel, user).await == Role::Stranger,
+            None => !unread.server,
         };
         if stranger {
             log::info!("read-back: channel {channel} of a stranger could not be read; not told");
@@ -216,7 +216,7 @@ async fn skipped_notice_sent(ctx: &Rc<Ctx>, channel: Snowflake, skipped: Skipped
     if ctx.runtime.is_processed(channel, skipped.last) {
         return;
     }
-    if ctx.access.fresh_role(skipped.author).await == Role::Stranger {
+    if author_role(ctx, channel, skipped.author).await == Role::Stranger {
         log::info!(
             "read-back: {} message(s) of a stranger in channel {channel} not answered",
             skipped.count
@@ -229,6 +229,17 @@ async fn skipped_notice_sent(ctx: &Rc<Ctx>, channel: Snowflake, skipped: Skipped
         notify_about(ctx, channel, &text, &nonce, Some(skipped.last)).await;
     }
     ctx.runtime.record_processed(channel, skipped.last).await;
+}
+
+/// `author`'s role in `channel` with the access state fresh: in a
+/// configured server channel (or the bot's thread there) as its `users`
+/// say ([`channel_gate::channel_role`]), elsewhere the access book's.
+async fn author_role(ctx: &Ctx, channel: Snowflake, author: Snowflake) -> Role {
+    let role = ctx.access.fresh_role(author).await;
+    match ctx.channel_entry(channel) {
+        Some((entry, _)) => channel_gate::channel_role(entry, role, author),
+        None => role,
+    }
 }
 
 /// How long before the session began a message must have been sent to be
@@ -310,12 +321,20 @@ async fn handle_message(
             if role == Role::Stranger && !message.is_direct() {
                 // Nothing is posted in a channel for a stranger: no
                 // pairing code in public.
-                ctx.counters.bump(Counter::ChannelStrangers);
+                stranger_in_channel(ctx, message.author.id);
+            } else {
+                refused(ctx, message.author.id);
             }
-            refused(ctx, message.author.id);
             Handled::Done
         }
     }
+}
+
+/// A stranger's message addressed to the bot in a server channel (live,
+/// or read back after a gap): nothing posted, counted.
+pub(crate) fn stranger_in_channel(ctx: &Ctx, user: Snowflake) {
+    ctx.counters.bump(Counter::ChannelStrangers);
+    refused(ctx, user);
 }
 
 fn refused(ctx: &Ctx, user: Snowflake) {
