@@ -3,7 +3,9 @@
 use crate::support;
 
 use smolcord::protocol::{Intents, Message, OpCode};
-use smolcord::shard::{Compression, SessionState, ShardError, ShardEvent, ShardHandle};
+use smolcord::shard::{
+    Compression, SessionState, ShardConfig, ShardError, ShardEvent, ShardHandle,
+};
 use smolcord::token::Token;
 use smolcord_sim::{Fault, SimConfig, SimEvent, Simulator};
 use std::time::Duration;
@@ -184,11 +186,20 @@ fn op_7_resumes_on_the_resume_url_with_nothing_lost_or_doubled() {
     });
 }
 
+/// A shard config whose identifies are 0.5 s apart, not Discord's 5 s:
+/// for tests that identify again and again but are not about the pacing
+/// (with 5 s the last of three identifies waits half its wait's bound).
+fn quick_identifies(sim: &Simulator) -> ShardConfig {
+    let mut config = shard_config(sim);
+    config.identify_window = Duration::from_millis(500);
+    config
+}
+
 #[test]
 fn invalid_session_true_resumes_false_identifies_afresh() {
     let sim = sim(5_000);
     let rx = sim.subscribe();
-    run_local(shard_config(&sim), |handle, _| async move {
+    run_local(quick_identifies(&sim), |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
         sim.fault(Fault::InvalidSession(true));
         wait_dispatch(&handle, "RESUMED").await;
@@ -209,7 +220,7 @@ fn invalid_session_true_resumes_false_identifies_afresh() {
 #[test]
 fn close_codes_resume_reidentify_or_stop() {
     let sim = sim(5_000);
-    run_local(shard_config(&sim), |handle, _| async move {
+    run_local(quick_identifies(&sim), |handle, _| async move {
         wait_dispatch(&handle, "READY").await;
         sim.fault(Fault::Close(4000));
         wait_dispatch(&handle, "RESUMED").await;
