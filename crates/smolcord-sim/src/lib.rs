@@ -501,6 +501,21 @@ impl Simulator {
         self.shared().set_view_permission(channel_id, allowed)
     }
 
+    /// Grants (`true`, the default) or takes away (`false`) the bot's
+    /// Read Message History in a guild channel: without it, reading the
+    /// channel's history (`GET /channels/{id}/messages`) answers 200 with
+    /// an empty list, as Discord documents ("no messages will be
+    /// returned"), not an error; every other route is unaffected (the
+    /// channel object still names its `last_message_id`). The error names
+    /// an unknown channel.
+    pub fn set_history_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        self.shared().set_history_permission(channel_id, allowed)
+    }
+
     /// Adds (or replaces) a guild and dispatches its GUILD_CREATE.
     pub fn add_guild(&self, guild: SimGuild) -> Vec<u64> {
         self.shared().add_guild(guild)

@@ -1067,6 +1067,172 @@ fn a_channel_refusing_its_history_read_is_told_to_the_owner_once_and_the_rest_is
     });
 }
 
+/// GETs of `channel` itself (`GET /channels/{id}`) the simulator answered.
+fn channel_gets(rig: &Rig, channel: Snowflake) -> usize {
+    let path = format!("/api/v10/channels/{channel}");
+    rig.sim
+        .rest_requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path == path)
+        .count()
+}
+
+/// The owner's DMs from the bot that name `channel`.
+fn owner_told_about(rig: &Rig, channel: Snowflake) -> Vec<String> {
+    let name = format!("<#{channel}>");
+    rig.sim
+        .messages_in(rig.sim.dm_channel_of(OWNER))
+        .into_iter()
+        .map(|m| m.content)
+        .filter(|text| text.contains(&name))
+        .collect()
+}
+
+// Without Read Message History Discord answers a history read with no
+// messages (200 []), not 403: the gap would look empty.
+
+#[test]
+fn a_channel_without_read_message_history_is_told_to_the_owner_once_and_the_rest_is_still_read_back(
+) {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        // The withholding channel first: the others are read after it.
+        config.channels = vec![ChannelConfig::new(general()), ChannelConfig::new(bot_log())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        // Answered live: general's mark, where its gap starts.
+        let before = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "before"))
+            .unwrap();
+        rig.message_containing(general(), "before", T).await;
+        processed(&rig, general(), before).await;
+        first.stop().await;
+        rig.sim
+            .post_in_channel(&mention(general(), ALICE, "lost in general"))
+            .unwrap();
+        let asked = rig
+            .sim
+            .post_in_channel(&mention(bot_log(), ALICE, "in bot-log"))
+            .unwrap();
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "in the dm");
+        rig.sim.set_history_permission(general(), false).unwrap();
+        let_the_session_expire().await;
+
+        // The first start's read-back read them too.
+        let earlier = [general(), bot_log()].map(|c| history_answers(&rig, c, 200));
+        let reads = |channel| {
+            let earlier = earlier[usize::from(channel == bot_log())];
+            history_answers(&rig, channel, 200) - earlier
+        };
+        let asked_general = channel_gets(&rig, general());
+        let asks = || channel_gets(&rig, general()) - asked_general;
+        let events = rig.sim.subscribe();
+        let second = rig.start(&ex, config, tunables()).await;
+        let told = wait_until("the owner told about #general", T, || {
+            owner_told_about(&rig, general()).pop()
+        })
+        .await;
+        assert!(told.contains("Read Message History"), "{told}");
+        let answer = rig.message_containing(bot_log(), "in bot-log", T).await;
+        assert_reply_to(&answer, asked);
+        let sent = rig.messages(dm, 1, T).await;
+        assert_eq!(replies(&sent), [late("re: in the dm")]);
+        // Read once, asked once (its guild and newest message in one
+        // answer): no retry.
+        assert_eq!(reads(general()), 1, "read again");
+        assert_eq!(asks(), 1);
+
+        // A newer fresh session in the same run reads back again: the
+        // history withheld again, the owner not told again.
+        assert_eq!(rig.sim.fault(Fault::InvalidSession(false)), 1);
+        next_sim_event(&events, "the fresh identify", |e| {
+            matches!(e, SimEvent::Identified { .. })
+        })
+        .await;
+        // #bot-log is read after #general has been judged.
+        wait_until("the second read-back past #general", T, || {
+            (reads(bot_log()) == 2).then_some(())
+        })
+        .await;
+        let (_, journal) = second.stop_and_read_journal(rig.state()).await;
+        assert_eq!(reads(general()), 2, "read in a loop");
+        // The guild known, the newest message asked again (it moves).
+        assert_eq!(asks(), 2, "asked in a loop");
+        let owner_said = rig.sim.messages_in(rig.sim.dm_channel_of(OWNER));
+        assert_eq!(owner_said.len(), 1, "{owner_said:?}");
+        let journalled: Vec<_> = journal
+            .iter()
+            .filter(|e| e.message.contains("Read Message History"))
+            .collect();
+        assert!(
+            journalled
+                .iter()
+                .any(|e| e.message.contains(&general().to_string())),
+            "{journal:?}"
+        );
+        // Nothing answered twice: #general holds only the live answer.
+        let in_general = rig.sim.messages_in(general());
+        assert_eq!(in_general.len(), 1, "{:?}", replies(&in_general));
+        assert_eq!(rig.sim.messages_in(bot_log()).len(), 1);
+        let log = std::fs::read_to_string(&calls).unwrap_or_default();
+        assert_eq!(log.matches("\"message_id\":").count(), 3, "{log}");
+    });
+}
+
+#[test]
+fn a_channel_with_read_message_history_and_nothing_new_in_the_gap_is_not_named() {
+    let rig = expiring_sim();
+    run(Duration::from_secs(60), |ex| async move {
+        let calls = rig.path("agent-calls");
+        let mut config = rig.config();
+        config.agent_cmd = Some(answering_agent(&calls));
+        // The quiet channel first: by the time #bot-log (which withholds
+        // its history) is named, #general has been judged.
+        config.channels = vec![ChannelConfig::new(general()), ChannelConfig::new(bot_log())];
+        let first = rig.start(&ex, config.clone(), tunables()).await;
+        rig.session_ready(T).await;
+        // Answered live: #general's newest message (the bot's answer) is
+        // past its mark, and nothing else is posted there.
+        let before = rig
+            .sim
+            .post_in_channel(&mention(general(), ALICE, "before"))
+            .unwrap();
+        rig.message_containing(general(), "before", T).await;
+        processed(&rig, general(), before).await;
+        first.stop().await;
+        rig.sim
+            .post_in_channel(&mention(bot_log(), ALICE, "lost in bot-log"))
+            .unwrap();
+        let (_, dm) = rig.sim.send_dm(ALICE, "alice", "in the dm");
+        rig.sim.set_history_permission(bot_log(), false).unwrap();
+        let_the_session_expire().await;
+
+        let second = rig.start(&ex, config, tunables()).await;
+        let told = wait_until("the owner told about #bot-log", T, || {
+            owner_told_about(&rig, bot_log()).pop()
+        })
+        .await;
+        assert!(told.contains("Read Message History"), "{told}");
+        let sent = rig.messages(dm, 1, T).await;
+        assert_eq!(replies(&sent), [late("re: in the dm")]);
+        let (_, journal) = second.stop_and_read_journal(rig.state()).await;
+        assert_eq!(owner_told_about(&rig, general()), Vec::<String>::new());
+        let owner_said = rig.sim.messages_in(rig.sim.dm_channel_of(OWNER));
+        assert_eq!(owner_said.len(), 1, "{owner_said:?}");
+        assert!(
+            !journal
+                .iter()
+                .any(|e| e.message.contains(&general().to_string())),
+            "{journal:?}"
+        );
+        assert_eq!(rig.sim.messages_in(general()).len(), 1);
+    });
+}
+
 #[test]
 fn a_fresh_state_dir_takes_the_bots_replies_in_a_channel_as_the_ledger() {
     let rig = expiring_sim();

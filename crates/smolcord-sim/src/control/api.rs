@@ -94,7 +94,8 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
             let mut answer = serde_json::Map::new();
             // Each given permission is set; none given: Send Messages on.
             let view = body.get("view_channel").is_some();
-            if body.get("send_messages").is_some() || !view {
+            let history = body.get("read_message_history").is_some();
+            if body.get("send_messages").is_some() || !(view || history) {
                 let allowed = bool_field(&body, "send_messages", true)?;
                 shared
                     .set_send_permission(channel, allowed)
@@ -107,6 +108,13 @@ fn route(shared: &Shared, request: &Request) -> Result<Response, Response> {
                     .set_view_permission(channel, allowed)
                     .map_err(|e| bad(e.to_string()))?;
                 answer.insert("view_channel".into(), json!(allowed));
+            }
+            if history {
+                let allowed = bool_field(&body, "read_message_history", true)?;
+                shared
+                    .set_history_permission(channel, allowed)
+                    .map_err(|e| bad(e.to_string()))?;
+                answer.insert("read_message_history".into(), json!(allowed));
             }
             Response::json(200, &Value::Object(answer))
         }

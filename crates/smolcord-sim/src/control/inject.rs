@@ -496,6 +496,30 @@ impl Shared {
         Ok(())
     }
 
+    /// Grants or takes away the bot's Read Message History in a guild
+    /// channel.
+    pub(crate) fn set_history_permission(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+    ) -> Result<(), SimError> {
+        let mut state = self.lock();
+        let known = state
+            .dir
+            .channels
+            .get(&channel_id.get())
+            .is_some_and(|c| c.guild_id.is_some());
+        if !known {
+            return Err(SimError::UnknownChannel(channel_id));
+        }
+        if allowed {
+            state.dir.history_denied.remove(&channel_id.get());
+        } else {
+            state.dir.history_denied.insert(channel_id.get());
+        }
+        Ok(())
+    }
+
     pub(crate) fn dm_channel_of(&self, user_id: u64) -> Snowflake {
         let mut state = self.lock();
         let state = &mut *state;

@@ -63,6 +63,8 @@ fn missing_access() -> Response {
 }
 
 /// Whether the bot cannot see `channel_id` (see [`missing_access`]).
+/// Without Read Message History it sees the channel, and its history
+/// reads come back empty (`channel_messages`).
 fn unseen(state: &State, channel_id: u64) -> bool {
     state.dir.view_denied.contains(&channel_id)
 }
@@ -465,15 +467,22 @@ fn as_id(value: Option<&Value>) -> Option<u64> {
     }
 }
 
+/// `GET /channels/{id}`'s answer, with the channel's `last_message_id`
+/// (the newest message posted there; null before the first), which
+/// Discord gives whatever the bot may read of the history.
 fn channel_object(state: &State, id: u64) -> Option<Value> {
     let info = state.dir.channels.get(&id)?;
-    Some(match (&info.recipient, info.guild_id) {
+    let mut object = match (&info.recipient, info.guild_id) {
         (Some((user_id, name)), _) => objects::dm_channel(id, &objects::user(*user_id, name)),
         (None, Some(guild_id)) => {
             objects::text_channel(id, guild_id, info.name.as_deref().unwrap_or(""), 0, true)
         }
         (None, None) => return None,
-    })
+    };
+    if let Some(last) = state.dir.history.last_id(id) {
+        object["last_message_id"] = json!(last.to_string());
+    }
+    Some(object)
 }
 
 fn open_dm(state: &mut State, body: &Body) -> Response {
@@ -719,6 +728,11 @@ fn channel_messages(state: &State, channel_id: u64, request: &Request) -> Respon
         return missing_access();
     }
     match history::page_query(request) {
+        // No Read Message History: "no messages will be returned" (a
+        // query Discord would refuse is refused all the same).
+        Ok(_) if state.dir.history_denied.contains(&channel_id) => {
+            Response::json(200, &Value::Array(Vec::new()))
+        }
         Ok((anchor, limit)) => Response::json(
             200,
             &Value::Array(state.dir.history.page(channel_id, anchor, limit)),

@@ -41,6 +41,10 @@ pub(crate) struct Directory {
     /// on them (read, post, typing, the channel itself) is 403 50001
     /// Missing Access (one entry per known channel at most).
     pub(crate) view_denied: std::collections::HashSet<u64>,
+    /// Guild channels where the bot lacks Read Message History: reading
+    /// their history answers 200 with no messages, as Discord does; every
+    /// other route is as usual (one entry per known channel at most).
+    pub(crate) history_denied: std::collections::HashSet<u64>,
     /// Threads started from a message: thread (= message) id → its channel.
     pub(crate) thread_parent: HashMap<u64, u64>,
 }

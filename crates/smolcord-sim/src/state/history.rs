@@ -122,6 +122,10 @@ pub(crate) enum Anchor {
 #[derive(Default)]
 pub(crate) struct History {
     channels: HashMap<u64, VecDeque<StoredMessage>>,
+    /// Each channel's newest message id ever posted, dropped from the
+    /// history or not: a channel's `last_message_id` (one per channel
+    /// with a history, so bounded as `channels` is).
+    last: HashMap<u64, u64>,
     total: usize,
     /// The bot id, when the application lacks MESSAGE_CONTENT: reads
     /// withhold guild messages' content from it.
@@ -148,6 +152,8 @@ impl History {
 
     /// Appends a message to `channel`, dropping the oldest past the bounds.
     pub(crate) fn push(&mut self, channel: u64, message: StoredMessage) {
+        let last = self.last.entry(channel).or_default();
+        *last = (*last).max(message.id);
         let messages = self.channels.entry(channel).or_default();
         messages.push_back(message);
         self.total += 1;
@@ -171,6 +177,13 @@ impl History {
                 self.total -= 1;
             }
         }
+    }
+
+    /// The newest message ever posted in `channel`: its
+    /// `last_message_id`, as Discord keeps it (it may name a message no
+    /// longer stored).
+    pub(crate) fn last_id(&self, channel: u64) -> Option<u64> {
+        self.last.get(&channel).copied()
     }
 
     /// The message `id` in `channel`.

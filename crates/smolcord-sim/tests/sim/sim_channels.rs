@@ -230,6 +230,61 @@ fn without_send_messages_posting_and_typing_are_403_50013() {
 }
 
 #[test]
+fn without_read_message_history_the_history_is_empty_and_the_channel_names_its_last_message() {
+    run(async {
+        let sim = sim();
+        let mut conn = Http::connect(&sim).await;
+        let history = format!("/api/v10/channels/{}/messages?after=1", general());
+        let channel = format!("/api/v10/channels/{}", general());
+        let before = conn.request("GET", &channel, true, None).await;
+        assert_eq!(before.status, 200);
+        assert_eq!(before.json()["last_message_id"], Value::Null);
+        let asked = sim
+            .post_in_channel(&ChannelPost::new(general(), 42, "ann", "anyone?").mentioning())
+            .unwrap();
+        let read = conn.request("GET", &history, true, None).await;
+        assert_eq!(read.json().as_array().map(Vec::len), Some(1));
+        let denied = conn
+            .request(
+                "POST",
+                "/control/channel-permission",
+                false,
+                Some(&json!({"channel_id": general().to_string(), "read_message_history": false})),
+            )
+            .await;
+        assert_eq!(denied.status, 200);
+        assert_eq!(denied.json(), json!({"read_message_history": false}));
+        // Discord: "no messages will be returned", and no error.
+        let withheld = conn.request("GET", &history, true, None).await;
+        assert_eq!(withheld.status, 200);
+        assert_eq!(withheld.json(), json!([]));
+        let latest = format!("/api/v10/channels/{}/messages", general());
+        assert_eq!(
+            conn.request("GET", &latest, true, None).await.json(),
+            json!([])
+        );
+        // The other routes are as they were: the channel, posting.
+        let object = conn.request("GET", &channel, true, None).await;
+        assert_eq!(object.status, 200);
+        assert_eq!(object.json()["last_message_id"], asked.to_string());
+        let post = format!("/api/v10/channels/{}/messages", general());
+        let posted = conn
+            .request("POST", &post, true, Some(&json!({"content": "hi"})))
+            .await;
+        assert_eq!(posted.status, 200);
+        let after_post = conn.request("GET", &channel, true, None).await;
+        assert_eq!(after_post.json()["last_message_id"], posted.json()["id"]);
+        sim.set_history_permission(general(), true).unwrap();
+        let read = conn.request("GET", &history, true, None).await;
+        assert_eq!(read.json().as_array().map(Vec::len), Some(2));
+        assert_eq!(
+            sim.set_history_permission(Snowflake::new(5), false),
+            Err(smolcord_sim::SimError::UnknownChannel(Snowflake::new(5)))
+        );
+    });
+}
+
+#[test]
 fn a_thread_starts_once_from_a_message_and_takes_messages() {
     run(async {
         let sim = sim();

@@ -254,6 +254,12 @@ pub struct Channel {
     /// DM recipients.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recipients: Vec<User>,
+    /// The newest message posted in the channel (it may name one since
+    /// deleted); Discord gives it whether or not the bot may read the
+    /// history (without Read Message History a history read answers no
+    /// messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_message_id: Option<Snowflake>,
 }
 
 /// GUILD_CREATE's payload (only what a channel directory needs).

@@ -5,7 +5,10 @@
 //! and run, what to change. No retry: the next message there is tried as
 //! usual, and tells nobody again. The same for a read-back whose history
 //! read the channel refuses (403 Missing Access or Permissions, 404):
-//! [`on_history_refusal`], under the same once per channel and run.
+//! [`on_history_refusal`], under the same once per channel and run. And
+//! for a history Discord withholds without an error (no Read Message
+//! History: the read answers no messages though the channel has newer
+//! ones): [`on_history_withheld`].
 
 use crate::bridge::ctx::Ctx;
 use crate::bridge::deliver::delivery::notify;
@@ -106,6 +109,41 @@ pub(crate) async fn on_history_refusal(ctx: &Ctx, channel: Snowflake, e: &RestEr
     .await;
 }
 
+/// What the owner reads about `channel` withholding its history.
+fn withheld_text(channel: Snowflake) -> String {
+    format!(
+        "I could not read back <#{channel}> after being offline: Discord returns none of its messages to me (no Read Message History there), so mentions sent there meanwhile went unanswered: give the bot Read Message History there, or remove it from `channels`. (Told once per channel until the bridge restarts.)"
+    )
+}
+
+/// The read-back of server channel `channel` came back empty though the
+/// channel's newest message (`last`) is past what was handled: Discord
+/// withholds the history (no Read Message History). Logged and
+/// journalled with the channel and the permission, and the owner told
+/// once per channel and run (under the same once as a refusal). Not
+/// tried again: the next fresh session reads it again.
+pub(crate) async fn on_history_withheld(ctx: &Ctx, channel: Snowflake, last: Snowflake) {
+    ctx.reporter.fail(
+        FailureKind::Rest,
+        "GET /channels/{channel_id}/messages",
+        Some(200),
+        format!(
+            "channel {channel}: history withheld (no messages though newer ones exist): grant Read Message History"
+        ),
+    );
+    if !ctx.channels_refused.first_time(channel) {
+        log::info!(
+            "read-back: channel {channel} withheld its history again (no Read Message History); the owner was told already"
+        );
+        return;
+    }
+    log::warn!(
+        "read-back: channel {channel} returned no messages though it has newer ones (message {last}): the bot lacks Read Message History there, so what was sent in the gap is not read; grant it; telling the owner"
+    );
+    let nonce = nonce::notice(last, Notice::HistoryWithheld);
+    tell_owner(ctx, channel, &withheld_text(channel), &nonce).await;
+}
+
 /// Tells the owner `text` in a DM (about `channel`).
 async fn tell_owner(ctx: &Ctx, channel: Snowflake, text: &str, nonce: &smolcord::rest::Nonce) {
     let Some(owner) = ctx.access.owner() else {
@@ -146,6 +184,12 @@ mod tests {
         let unread = owner_text(Snowflake::new(7), &http(403, 50001), Refused::History);
         assert!(unread.contains("could not read back <#7>"), "{unread}");
         assert!(unread.contains("Read Message History"), "{unread}");
+        let withheld = withheld_text(Snowflake::new(7));
+        assert!(withheld.contains("could not read back <#7>"), "{withheld}");
+        assert!(
+            withheld.contains("give the bot Read Message History"),
+            "{withheld}"
+        );
         assert!(refuses(&http(403, 50013)));
         assert!(!refuses(&http(400, 50035)));
     }

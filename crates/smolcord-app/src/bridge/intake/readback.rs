@@ -28,7 +28,14 @@
 //! is the same either way. A channel that refuses the read for good (403,
 //! 404) is not tried again: the owner is told once per channel and run
 //! ([`channel_refused::on_history_refusal`]), and the other channels are
-//! read on. These are read with shard 0's fresh session, which a restart
+//! read on. Without Read Message History Discord refuses nothing: the read
+//! answers no messages. So a channel whose read after its mark comes back
+//! empty is asked its newest message (`last_message_id`, in the answer
+//! that gave its guild, or asked again once per read-back); one past the
+//! mark means the history is withheld ([`withheld`]): logged, journalled,
+//! the owner told under the same once
+//! ([`channel_refused::on_history_withheld`]), not tried again. These are
+//! read with shard 0's fresh session, which a restart
 //! always brings; a fresh session of another shard alone is not read back.
 //!
 //! Order and exactly once: at READY, before the dispatch loop takes the
@@ -391,7 +398,21 @@ enum Target {
     Skip,
     /// Read; a server channel's messages get `guild` (a history names
     /// none).
-    Read { guild: Option<Snowflake> },
+    Read {
+        guild: Option<Snowflake>,
+        newest: Newest,
+    },
+}
+
+/// A server channel's newest message, as far as this read-back asked.
+#[derive(Clone, Copy, Debug)]
+enum Newest {
+    /// Not asked (its guild was known): asked if its read comes back
+    /// empty.
+    NotAsked,
+    /// `GET /channels/{id}`'s `last_message_id` (none before the first
+    /// message).
+    Told(Option<Snowflake>),
 }
 
 /// What `pending` is, asked of Discord (`GET /channels/{id}`) where it is
@@ -400,10 +421,16 @@ enum Target {
 async fn target(ctx: &Ctx, known: &Known, pending: &Pending) -> Result<Target, RestError> {
     let channel = pending.channel;
     match pending.kind {
-        Kind::Dm => Ok(Target::Read { guild: None }),
+        Kind::Dm => Ok(Target::Read {
+            guild: None,
+            newest: Newest::NotAsked,
+        }),
         Kind::Marked => {
             if ctx.rest.get_channel(channel).await?.kind == ChannelType::DM {
-                return Ok(Target::Read { guild: None });
+                return Ok(Target::Read {
+                    guild: None,
+                    newest: Newest::NotAsked,
+                });
             }
             let mut not_dm = known.not_dm.borrow_mut();
             if not_dm.len() >= PROCESSED_CHANNELS {
@@ -416,9 +443,11 @@ async fn target(ctx: &Ctx, known: &Known, pending: &Pending) -> Result<Target, R
             if let Some(guild) = known.guilds.borrow().get(&channel) {
                 return Ok(Target::Read {
                     guild: Some(*guild),
+                    newest: Newest::NotAsked,
                 });
             }
-            let Some(guild) = ctx.rest.get_channel(channel).await?.guild_id else {
+            let asked = ctx.rest.get_channel(channel).await?;
+            let Some(guild) = asked.guild_id else {
                 log::warn!(
                     "read-back: channel {channel} in `channels` is no server channel; not read"
                 );
@@ -429,7 +458,10 @@ async fn target(ctx: &Ctx, known: &Known, pending: &Pending) -> Result<Target, R
                 guilds.clear();
             }
             guilds.insert(channel, guild);
-            Ok(Target::Read { guild: Some(guild) })
+            Ok(Target::Read {
+                guild: Some(guild),
+                newest: Newest::Told(asked.last_message_id),
+            })
         }
     }
 }
@@ -454,6 +486,47 @@ fn history_refused(ctx: &Rc<Ctx>, channel: Snowflake, thread: bool, e: RestError
     ctx.spawn("bridge-history-refused", async move {
         let _guard = guard;
         channel_refused::on_history_refusal(&task_ctx, channel, &e).await;
+    });
+}
+
+/// Whether a server channel withholds its history: its first read after
+/// `after` answered no messages at all (`empty_after`: that `after`), yet
+/// its newest message `last` is past it. Discord answers so without Read
+/// Message History; with it, any message past `after` (the bot's own
+/// included) is in the answer. A channel with nothing new, or never a
+/// message, is quiet, not withheld. (A newest message since deleted would
+/// look withheld: Discord's `last_message_id` may name one.)
+fn withheld(empty_after: Option<Snowflake>, last: Option<Snowflake>) -> bool {
+    matches!((empty_after, last), (Some(after), Some(last)) if last > after)
+}
+
+/// Server channel `channel`'s read after `after` came back empty: if its
+/// newest message (`newest`, asked now if it was not) is past `after`,
+/// Discord withholds the history: said once, in the background (the read
+/// goes on with the next channel), never retried here.
+async fn check_withheld(ctx: &Rc<Ctx>, channel: Snowflake, after: Snowflake, newest: Newest) {
+    let last = match newest {
+        Newest::Told(last) => last,
+        Newest::NotAsked => match ctx.rest.get_channel(channel).await {
+            Ok(asked) => asked.last_message_id,
+            Err(e) => {
+                log::info!(
+                    "read-back: channel {channel} read back nothing, and its newest message could not be asked ({e}): whether its history is withheld is not known"
+                );
+                return;
+            }
+        },
+    };
+    let Some(last) = last.filter(|_| withheld(Some(after), last)) else {
+        return;
+    };
+    let guard = ctx.floor.begin_job(format!(
+        "telling the owner channel {channel} withholds its history"
+    ));
+    let task_ctx = ctx.clone();
+    ctx.spawn("bridge-history-withheld", async move {
+        let _guard = guard;
+        channel_refused::on_history_withheld(&task_ctx, channel, last).await;
     });
 }
 
@@ -583,9 +656,14 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             }
         };
         let channel = pending.channel;
+        let mut newest = Newest::NotAsked;
         let result = match target(ctx, known, &pending).await {
             Ok(Target::Skip) => continue,
-            Ok(Target::Read { guild }) => {
+            Ok(Target::Read {
+                guild,
+                newest: told,
+            }) => {
+                newest = told;
                 room(ctx, run, &known.held).await;
                 let mut budget = bounds.total.saturating_sub(known.held.count());
                 read_channel(ctx, channel, guild, now_ms, began_ms, &mut budget).await
@@ -593,7 +671,14 @@ async fn read_back(ctx: &Rc<Ctx>, run: &Rc<Run>, tally: Rc<Tally>, known: &Known
             Err(e) => Err(e),
         };
         match result {
-            Ok((skipped, messages)) => {
+            Ok(ChannelRead {
+                skipped,
+                messages,
+                empty_after,
+            }) => {
+                if let (Kind::Server { thread: false }, Some(after)) = (pending.kind, empty_after) {
+                    check_withheld(ctx, channel, after, newest).await;
+                }
                 let count = messages.len();
                 Tally::add(&tally.channels, 1);
                 Tally::add(&tally.found, messages.len());
@@ -712,6 +797,17 @@ fn open_gate(tally: &Tally, pending: &Pending, findings: Findings) -> bool {
     true
 }
 
+/// What one channel's read found.
+struct ChannelRead {
+    /// The ones not answered.
+    skipped: Option<Skipped>,
+    /// The messages to answer, oldest first.
+    messages: Vec<Message>,
+    /// The first page, read after this id, answered no message at all
+    /// (see [`withheld`]).
+    empty_after: Option<Snowflake>,
+}
+
 /// What one channel's history holds past its mark: the messages to answer
 /// (oldest first, the newest `per_channel` within the age and what is left
 /// of `budget`) and the ones that are not answered.
@@ -722,7 +818,7 @@ async fn read_channel(
     now_ms: u64,
     began_ms: u64,
     budget: &mut usize,
-) -> Result<(Option<Skipped>, Vec<Message>), RestError> {
+) -> Result<ChannelRead, RestError> {
     let bounds = ctx.tunables.readback;
     // On Discord's clock (message times are), as far as its answers have
     // told; again after each page, which tells it anew.
@@ -751,6 +847,7 @@ async fn read_channel(
     // Halved while a page is over the REST client's answer cap (long
     // messages, embeds): the same messages, read in smaller pages.
     let mut limit = PAGE;
+    let mut empty_after = None;
     let bot = ctx.runtime.bot_user();
     loop {
         // The page bound counts messages asked for, so smaller pages
@@ -767,6 +864,9 @@ async fn read_channel(
             }
             read => read?,
         };
+        if pages == 0 && page.is_empty() {
+            empty_after = after;
+        }
         // Past the page bound: the newest page, the rest unread.
         let jumped = after.is_none();
         pages += usize::from(limit);
@@ -885,7 +985,11 @@ async fn read_channel(
     }
     // Kept within it while reading.
     *budget = budget.saturating_sub(kept.len());
-    Ok((skipped, kept))
+    Ok(ChannelRead {
+        skipped,
+        messages: kept,
+        empty_after,
+    })
 }
 
 /// When the bridge's sessions were live, on Discord's clock, oldest first
@@ -955,5 +1059,31 @@ fn skip(skipped: &mut Option<Skipped>, id: Snowflake, author: Snowflake) {
     if id >= entry.last {
         entry.last = id;
         entry.author = author;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_history_is_withheld_only_when_it_reads_empty_before_the_newest_message() {
+        let id = Snowflake::new;
+        // (first page read empty after, newest message) → withheld
+        let table = [
+            (Some(id(10)), Some(id(11)), true),
+            (Some(id(10)), Some(id(10)), false),
+            (Some(id(10)), Some(id(9)), false),
+            (Some(id(10)), None, false),
+            (None, Some(id(11)), false),
+            (None, None, false),
+        ];
+        for (empty_after, last, expected) in table {
+            assert_eq!(
+                withheld(empty_after, last),
+                expected,
+                "{empty_after:?} {last:?}"
+            );
+        }
     }
 }

@@ -550,6 +550,7 @@ mod tests {
                     parent_id: None,
                     position: None,
                     recipients: Vec::new(),
+                    last_message_id: None,
                 })
                 .collect(),
             threads: Vec::new(),

@@ -44,6 +44,10 @@ pub(crate) enum Notice {
     /// The owner is told a server channel (this id) refused the read-back
     /// of its history.
     HistoryRefused,
+    /// The owner is told a server channel's history read back empty though
+    /// the channel has a newer message (this id): Read Message History is
+    /// missing.
+    HistoryWithheld,
     /// The answer to an owner's command (this interaction id), sent as a
     /// message when the interaction can no longer be answered.
     CommandAnswer,
@@ -75,6 +79,7 @@ pub(crate) fn notice(message: Snowflake, notice: Notice) -> Nonce {
         Notice::FilesLeftOut => format!("a{message}"),
         Notice::ChannelRefused => format!("m{message}"),
         Notice::HistoryRefused => format!("v{message}"),
+        Notice::HistoryWithheld => format!("w{message}"),
         Notice::CommandAnswer => format!("i{message}"),
     };
     derived(text)
@@ -145,6 +150,8 @@ mod tests {
             notice(largest, Notice::Transcription(9)),
             notice(largest, Notice::Undelivered),
             notice(largest, Notice::Skipped),
+            notice(largest, Notice::HistoryRefused),
+            notice(largest, Notice::HistoryWithheld),
             result_part(u64::MAX, 99),
             result_undelivered(u64::MAX),
         ];
