@@ -100,7 +100,7 @@ pub(crate) fn result_undelivered(print: u64) -> Nonce {
 /// The notice that the spool result file with [`fingerprint`] `print`
 /// (of its name) could not be used.
 pub(crate) fn result_unusable(print: u64) -> Nonce {
-    derived(format!("m{print:016x}"))
+    derived(format!("e{print:016x}"))
 }
 
 /// A stable 64-bit fingerprint (FNV-1a) of `fields`, each ended by a zero
@@ -166,6 +166,46 @@ mod tests {
             reply_part(Snowflake::new(4), 21),
             reply_part(Snowflake::new(42), 1)
         );
+    }
+
+    #[test]
+    fn each_kind_of_nonce_has_a_letter_of_its_own() {
+        // A decimal id and a hexadecimal print may spell the same digits
+        // (a 16-digit id, a print without a-f): only the letter keeps two
+        // kinds apart in Discord's nonce window.
+        let id = Snowflake::new(1);
+        let kinds = [
+            reply_part(id, 0),
+            placeholder(id),
+            notice(id, Notice::Owner),
+            notice(id, Notice::Pairing),
+            notice(id, Notice::RestartRefused),
+            notice(id, Notice::Restarting),
+            notice(id, Notice::BackOnline),
+            notice(id, Notice::SpoolFailed),
+            notice(id, Notice::Transcription(0)),
+            notice(id, Notice::Undelivered),
+            notice(id, Notice::Skipped),
+            notice(id, Notice::Unread),
+            notice(id, Notice::FilesLeftOut),
+            notice(id, Notice::ChannelRefused),
+            notice(id, Notice::HistoryRefused),
+            notice(id, Notice::HistoryWithheld),
+            notice(id, Notice::CommandAnswer),
+            result_part(1, 0),
+            result_undelivered(1),
+            result_unusable(1),
+        ];
+        let letters: Vec<char> = kinds
+            .iter()
+            .map(|n| n.as_str().chars().next().unwrap())
+            .collect();
+        for (i, a) in letters.iter().enumerate() {
+            assert!(
+                !letters[i + 1..].contains(a),
+                "two kinds of nonce start with {a:?}: {kinds:?}"
+            );
+        }
     }
 
     #[test]
