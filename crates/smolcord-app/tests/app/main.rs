@@ -12,6 +12,11 @@ mod support;
 // one core busy for 138 s), so eight run at once.
 smolcord_testkit::default_test_threads!(8);
 
+// The crash harness, the longest test (~40 s): libtest starts tests in name
+// order, and this name comes first, so it runs beside all the others
+// rather than after most of them.
+#[cfg(feature = "sim")]
+mod across_sigkills;
 #[cfg(feature = "sim")]
 mod agent_errors;
 #[cfg(feature = "sim")]
@@ -57,8 +62,6 @@ mod cli_lifecycle;
 mod cli_run;
 mod config_load;
 mod contrib_whisper;
-#[cfg(feature = "sim")]
-mod crash_exactly_once;
 #[cfg(feature = "sim")]
 mod demo_smoke;
 mod doc_links;

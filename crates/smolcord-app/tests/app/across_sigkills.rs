@@ -348,7 +348,7 @@ impl Drop for SeedOnFailure {
 }
 
 #[test]
-fn every_message_and_result_arrives_exactly_once_across_sigkills() {
+fn every_message_and_result_arrives_exactly_once() {
     let seed = std::env::var("SMOLCORD_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
