@@ -1,7 +1,15 @@
 //! One capturing logger per test binary: every record at debug and above,
 //! from every target, kept in memory for the test to read (and echoed to
 //! stderr with `TEST_LOG=1`). Each new line wakes [`super::wait::wait_until`].
+//!
+//! Tests run at once on threads of their own, into this one log. libtest
+//! names each test's thread after the test (`module::test`), so a line
+//! logged on another test's thread is that test's, and a reader never sees
+//! it. A line from any other thread (a blocking pool's, a simulator's, an
+//! unnamed one) may be anyone's: every reader sees it, and a test that
+//! reads such lines takes [`serial`].
 
+use std::cell::Cell;
 use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 /// One captured record.
@@ -10,6 +18,8 @@ pub struct Line {
     pub level: log::Level,
     pub target: String,
     pub text: String,
+    /// The name of the thread that logged it.
+    pub thread: Option<String>,
 }
 
 impl Line {
@@ -20,6 +30,11 @@ impl Line {
 }
 
 static LINES: Mutex<Vec<Line>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// Where this thread's reading starts (set by [`serial`]).
+    static SINCE: Cell<usize> = const { Cell::new(0) };
+}
 
 struct Capture;
 
@@ -36,6 +51,7 @@ impl log::Log for Capture {
             level: record.level(),
             target: record.target().to_owned(),
             text: record.args().to_string(),
+            thread: std::thread::current().name().map(str::to_owned),
         };
         if std::env::var_os("TEST_LOG").is_some() {
             eprintln!("{}", line.formatted());
@@ -51,6 +67,29 @@ fn lines() -> MutexGuard<'static, Vec<Line>> {
     LINES.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Whether a thread of this name runs a test: libtest names them after the
+/// test's path, and every test here sits in a module.
+fn is_test_thread(name: &str) -> bool {
+    name.contains("::")
+}
+
+/// What `pick` makes of each line the current thread may read: from its
+/// own start on, none logged on another test's thread.
+fn readable<T>(mut pick: impl FnMut(&Line) -> Option<T>) -> Vec<T> {
+    let me = std::thread::current().name().map(str::to_owned);
+    let me = me.as_deref().filter(|name| is_test_thread(name));
+    let since = SINCE.with(Cell::get);
+    lines()
+        .iter()
+        .skip(since)
+        .filter(|line| match (me, line.thread.as_deref()) {
+            (Some(me), Some(thread)) if is_test_thread(thread) => thread == me,
+            _ => true,
+        })
+        .filter_map(&mut pick)
+        .collect()
+}
+
 /// Installs the capturing logger (the first call in a binary; later calls
 /// do nothing).
 pub fn capture() {
@@ -61,29 +100,30 @@ pub fn capture() {
     });
 }
 
-/// For tests that read the log: installs the logger, serialises them
-/// (tests run on parallel threads into one log) and starts from an empty
-/// log. Hold the guard for the whole test.
+/// For tests that read what other threads log (a blocking pool's, a
+/// simulator's: lines no test's name marks): installs the logger,
+/// serialises them, and starts their reading at the log's end. Hold the
+/// guard for the whole test.
 pub fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     capture();
     let guard = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
-    lines().clear();
+    let end = lines().len();
+    SINCE.with(|since| since.set(end));
     guard
 }
 
-/// Every line captured so far, formatted.
+/// Every line this test may read, formatted.
 pub fn captured() -> Vec<String> {
-    lines().iter().map(Line::formatted).collect()
+    readable(|line| Some(line.formatted()))
 }
 
-/// smolcord's warnings captured so far (their text).
+/// smolcord's warnings this test may read (their text).
 pub fn warnings() -> Vec<String> {
-    lines()
-        .iter()
-        .filter(|l| l.level == log::Level::Warn && l.target.starts_with("smolcord"))
-        .map(|l| l.text.clone())
-        .collect()
+    readable(|line| {
+        (line.level == log::Level::Warn && line.target.starts_with("smolcord"))
+            .then(|| line.text.clone())
+    })
 }
 
 /// The warnings containing `needle`.

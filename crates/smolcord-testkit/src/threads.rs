@@ -6,11 +6,12 @@
 //! per core: two on a 2-core CI machine, where the application's binary
 //! then spent 138 s at 28 % of one core waiting. It offers no per-binary
 //! setting, and a workspace-wide one (`[env]` in `.cargo/config.toml`)
-//! would also reach the binaries that read the process-wide log, whose
-//! tests see each other's lines when more run at once. So a binary that
-//! waits opts in here: the variable is set in an ELF constructor, before
-//! `main` (and libtest) reads it and before any thread exists. A value the
-//! caller set, or `--test-threads`, still wins.
+//! would reach every binary alike, while each waits (and times its waits)
+//! differently: one with timing bounds that hold at four at once but not
+//! at six under load wants four, not eight. So a binary opts in here, with
+//! its own count: the variable is set in an ELF constructor, before `main`
+//! (and libtest) reads it and before any thread exists. A value the caller
+//! set, or `--test-threads`, still wins.
 
 /// Sets `RUST_TEST_THREADS` to `$threads` for this test binary unless the
 /// caller set it. Use once, in the binary's `main.rs`.

@@ -7,6 +7,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+// These tests wait (8 % of one core at two at once); each reads only its
+// own lines (support::logs), so four run at once (9.7 s -> 5.4 s).
+smolcord_testkit::default_test_threads!(4);
+
 #[cfg(feature = "sim")]
 mod bridge_edges;
 mod recorder_capacity;

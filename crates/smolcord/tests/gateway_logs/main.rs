@@ -7,8 +7,14 @@
 
 use smolcord_testkit as support;
 
+// These tests wait (2 % of one core at two at once); each reads only its
+// own lines (support::logs), so four run at once (33 s -> 18 s). Six failed
+// two timing bounds under load.
+smolcord_testkit::default_test_threads!(4);
+
 mod heartbeat_schedule;
 mod identify_queue_remote;
+mod log_capture;
 mod offload_command;
 mod shard_comeback;
 mod shard_hostile;
