@@ -5,11 +5,12 @@
 use crate::model::config::SimGuild;
 use crate::model::objects::{self, MessagePlace};
 use crate::model::sim_error::SimError;
-use crate::state::directory::{ChannelInfo, StoredFile};
+use crate::state::directory::{ChannelInfo, Directory, StoredFile};
 use crate::state::shared::{Shared, State};
 use base64::Engine;
 use serde_json::{json, Value};
 use smolcord::protocol::{Snowflake, MESSAGE_FLAG_IS_VOICE_MESSAGE};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -456,21 +457,7 @@ impl Shared {
         channel_id: Snowflake,
         allowed: bool,
     ) -> Result<(), SimError> {
-        let mut state = self.lock();
-        let known = state
-            .dir
-            .channels
-            .get(&channel_id.get())
-            .is_some_and(|c| c.guild_id.is_some());
-        if !known {
-            return Err(SimError::UnknownChannel(channel_id));
-        }
-        if allowed {
-            state.dir.send_denied.remove(&channel_id.get());
-        } else {
-            state.dir.send_denied.insert(channel_id.get());
-        }
-        Ok(())
+        self.set_denied(channel_id, allowed, |dir| &mut dir.send_denied)
     }
 
     /// Grants or takes away the bot's View Channel in a guild channel.
@@ -479,21 +466,7 @@ impl Shared {
         channel_id: Snowflake,
         allowed: bool,
     ) -> Result<(), SimError> {
-        let mut state = self.lock();
-        let known = state
-            .dir
-            .channels
-            .get(&channel_id.get())
-            .is_some_and(|c| c.guild_id.is_some());
-        if !known {
-            return Err(SimError::UnknownChannel(channel_id));
-        }
-        if allowed {
-            state.dir.view_denied.remove(&channel_id.get());
-        } else {
-            state.dir.view_denied.insert(channel_id.get());
-        }
-        Ok(())
+        self.set_denied(channel_id, allowed, |dir| &mut dir.view_denied)
     }
 
     /// Grants or takes away the bot's Read Message History in a guild
@@ -503,6 +476,17 @@ impl Shared {
         channel_id: Snowflake,
         allowed: bool,
     ) -> Result<(), SimError> {
+        self.set_denied(channel_id, allowed, |dir| &mut dir.history_denied)
+    }
+
+    /// Takes guild channel `channel_id` out of the set of channels where
+    /// the bot lacks a permission (`denied` picks which), or puts it in.
+    fn set_denied(
+        &self,
+        channel_id: Snowflake,
+        allowed: bool,
+        denied: fn(&mut Directory) -> &mut HashSet<u64>,
+    ) -> Result<(), SimError> {
         let mut state = self.lock();
         let known = state
             .dir
@@ -512,10 +496,11 @@ impl Shared {
         if !known {
             return Err(SimError::UnknownChannel(channel_id));
         }
+        let denied = denied(&mut state.dir);
         if allowed {
-            state.dir.history_denied.remove(&channel_id.get());
+            denied.remove(&channel_id.get());
         } else {
-            state.dir.history_denied.insert(channel_id.get());
+            denied.insert(channel_id.get());
         }
         Ok(())
     }

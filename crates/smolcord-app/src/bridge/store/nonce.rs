@@ -134,31 +134,48 @@ fn derived(text: String) -> Nonce {
 mod tests {
     use super::*;
 
+    /// One nonce of every kind, about `id` (or the result `print`), part
+    /// or voice note `part`.
+    fn one_of_each(id: Snowflake, print: u64, part: usize) -> Vec<Nonce> {
+        let mut all = vec![reply_part(id, part), placeholder(id)];
+        all.extend(
+            [
+                Notice::Owner,
+                Notice::Pairing,
+                Notice::RestartRefused,
+                Notice::Restarting,
+                Notice::BackOnline,
+                Notice::SpoolFailed,
+                Notice::Transcription(part),
+                Notice::Undelivered,
+                Notice::Skipped,
+                Notice::Unread,
+                Notice::FilesLeftOut,
+                Notice::ChannelRefused,
+                Notice::HistoryRefused,
+                Notice::HistoryWithheld,
+                Notice::CommandAnswer,
+            ]
+            .map(|kind| notice(id, kind)),
+        );
+        all.extend([
+            result_part(print, part),
+            result_undelivered(print),
+            result_unusable(print),
+        ]);
+        all
+    }
+
     #[test]
     fn nonces_are_stable_distinct_and_fit() {
         let largest = Snowflake::new(u64::MAX);
-        let all = [
-            reply_part(largest, 0),
-            reply_part(largest, 99),
-            placeholder(largest),
-            notice(largest, Notice::Owner),
-            notice(largest, Notice::Pairing),
-            notice(largest, Notice::RestartRefused),
-            notice(largest, Notice::Restarting),
-            notice(largest, Notice::BackOnline),
-            notice(largest, Notice::SpoolFailed),
-            notice(largest, Notice::Transcription(9)),
-            notice(largest, Notice::Undelivered),
-            notice(largest, Notice::Skipped),
-            notice(largest, Notice::HistoryRefused),
-            notice(largest, Notice::HistoryWithheld),
-            result_part(u64::MAX, 99),
-            result_undelivered(u64::MAX),
-        ];
-        for (i, a) in all.iter().enumerate() {
-            assert!(a.as_str().len() <= smolcord::rest::NONCE_MAX_CHARS, "{a:?}");
-            for b in &all[i + 1..] {
-                assert_ne!(a, b);
+        for part in [0, 99] {
+            let all = one_of_each(largest, u64::MAX, part);
+            for (i, a) in all.iter().enumerate() {
+                assert!(a.as_str().len() <= smolcord::rest::NONCE_MAX_CHARS, "{a:?}");
+                for b in &all[i + 1..] {
+                    assert_ne!(a, b);
+                }
             }
         }
         assert_eq!(reply_part(Snowflake::new(42), 1).as_str(), "r42.1");
@@ -173,29 +190,7 @@ mod tests {
         // A decimal id and a hexadecimal print may spell the same digits
         // (a 16-digit id, a print without a-f): only the letter keeps two
         // kinds apart in Discord's nonce window.
-        let id = Snowflake::new(1);
-        let kinds = [
-            reply_part(id, 0),
-            placeholder(id),
-            notice(id, Notice::Owner),
-            notice(id, Notice::Pairing),
-            notice(id, Notice::RestartRefused),
-            notice(id, Notice::Restarting),
-            notice(id, Notice::BackOnline),
-            notice(id, Notice::SpoolFailed),
-            notice(id, Notice::Transcription(0)),
-            notice(id, Notice::Undelivered),
-            notice(id, Notice::Skipped),
-            notice(id, Notice::Unread),
-            notice(id, Notice::FilesLeftOut),
-            notice(id, Notice::ChannelRefused),
-            notice(id, Notice::HistoryRefused),
-            notice(id, Notice::HistoryWithheld),
-            notice(id, Notice::CommandAnswer),
-            result_part(1, 0),
-            result_undelivered(1),
-            result_unusable(1),
-        ];
+        let kinds = one_of_each(Snowflake::new(1), 1, 0);
         let letters: Vec<char> = kinds
             .iter()
             .map(|n| n.as_str().chars().next().unwrap())
