@@ -35,7 +35,7 @@ use smolcord::protocol::Snowflake;
 use smolcord::rest::RestClient;
 use std::future::Future;
 use std::path::PathBuf;
-use std::rc::Weak;
+use std::rc::{Rc, Weak};
 
 pub(crate) struct Ctx {
     pub config: Config,
@@ -77,6 +77,24 @@ impl Ctx {
         if let Some(ex) = self.executor.upgrade() {
             ex.spawn(smolcord::loopwatch::watch(name, future)).detach();
         }
+    }
+
+    /// Spawns `work` (given the context) as a job in flight from now: the
+    /// shutdown drain waits for it and names it `what`.
+    pub fn spawn_job<Fut>(
+        self: &Rc<Self>,
+        name: &'static str,
+        what: String,
+        work: impl FnOnce(Rc<Ctx>) -> Fut,
+    ) where
+        Fut: Future<Output = ()> + 'static,
+    {
+        let guard = self.floor.begin_job(what);
+        let work = work(self.clone());
+        self.spawn(name, async move {
+            let _guard = guard;
+            work.await;
+        });
     }
 
     /// The `channels` entry a guild channel is answered by: its own, or,

@@ -456,20 +456,21 @@ impl Loop {
             }
         }
         if let Some(marker) = self.marker.take() {
-            let ctx = self.ctx.clone();
-            let guard = self.ctx.floor.begin_job("restart notice".into());
-            self.ctx.spawn("bridge-restart-notice", async move {
-                let _guard = guard;
-                let text = "Back online after the restart.";
-                let nonce = nonce::notice(marker.message_id, Notice::BackOnline);
-                if delivery::notify(&ctx, marker.channel_id, text, &nonce).await {
-                    if let Err(e) =
-                        offload::remove_file(&restart::restart_path(&ctx.state_dir)).await
-                    {
-                        log::warn!("removing the restart marker: {e}");
+            self.ctx.spawn_job(
+                "bridge-restart-notice",
+                "restart notice".into(),
+                |ctx| async move {
+                    let text = "Back online after the restart.";
+                    let nonce = nonce::notice(marker.message_id, Notice::BackOnline);
+                    if delivery::notify(&ctx, marker.channel_id, text, &nonce).await {
+                        if let Err(e) =
+                            offload::remove_file(&restart::restart_path(&ctx.state_dir)).await
+                        {
+                            log::warn!("removing the restart marker: {e}");
+                        }
                     }
-                }
-            });
+                },
+            );
         }
         if self.ctx.lifecycle.safe_mode() && !self.safe_mode_told {
             self.safe_mode_told = true;
@@ -684,16 +685,17 @@ impl Loop {
         };
         // Needed for correctness (the "back" notice): awaited.
         restart::write_marker(&ctx.state_dir, &ctx.reporter, &marker).await;
-        let guard = ctx.floor.begin_job("restart acknowledgement".into());
-        let task_ctx = ctx.clone();
         let channel = message.channel_id;
         let nonce = nonce::notice(message.id, Notice::Restarting);
-        ctx.spawn("bridge-restart-ack", async move {
-            let _guard = guard;
-            if delivery::notify(&task_ctx, channel, "Restarting…", &nonce).await {
-                task_ctx.turn_succeeded();
-            }
-        });
+        ctx.spawn_job(
+            "bridge-restart-ack",
+            "restart acknowledgement".into(),
+            |ctx| async move {
+                if delivery::notify(&ctx, channel, "Restarting…", &nonce).await {
+                    ctx.turn_succeeded();
+                }
+            },
+        );
     }
 
     async fn shut_down(&self, poll_stop: Sender<()>, outcome: &BridgeOutcome, cause: StopReason) {

@@ -237,13 +237,15 @@ async fn mark_handled(ctx: &Ctx, id: Snowflake) {
 /// recorded before the marker, then the loop ends; "Back online" follows
 /// in the DM after the restart, as for `!restart`.
 async fn restart(ctx: &Rc<Ctx>, interaction: &Interaction) {
-    let guard = ctx.floor.begin_job("restart acknowledgement".into());
-    let (task_ctx, answered) = (ctx.clone(), interaction.clone());
-    ctx.spawn("bridge-command-restart-ack", async move {
-        let _guard = guard;
-        answer::answer_now(&task_ctx, &answered, "Restarting…").await;
-        task_ctx.turn_succeeded();
-    });
+    let answered = interaction.clone();
+    ctx.spawn_job(
+        "bridge-command-restart-ack",
+        "restart acknowledgement".into(),
+        |ctx| async move {
+            answer::answer_now(&ctx, &answered, "Restarting…").await;
+            ctx.turn_succeeded();
+        },
+    );
     // On disk before the marker: a replayed `/restart` must not restart
     // us again.
     mark_handled(ctx, interaction.id).await;

@@ -479,14 +479,11 @@ fn history_refused(ctx: &Rc<Ctx>, channel: Snowflake, thread: bool, e: RestError
         );
         return;
     }
-    let guard = ctx.floor.begin_job(format!(
-        "telling the owner channel {channel} refused its read-back"
-    ));
-    let task_ctx = ctx.clone();
-    ctx.spawn("bridge-history-refused", async move {
-        let _guard = guard;
-        channel_refused::on_history_refusal(&task_ctx, channel, &e).await;
-    });
+    ctx.spawn_job(
+        "bridge-history-refused",
+        format!("telling the owner channel {channel} refused its read-back"),
+        |ctx| async move { channel_refused::on_history_refusal(&ctx, channel, &e).await },
+    );
 }
 
 /// Whether a server channel withholds its history: its first read after
@@ -520,14 +517,11 @@ async fn check_withheld(ctx: &Rc<Ctx>, channel: Snowflake, after: Snowflake, new
     let Some(last) = last.filter(|_| withheld(Some(after), last)) else {
         return;
     };
-    let guard = ctx.floor.begin_job(format!(
-        "telling the owner channel {channel} withholds its history"
-    ));
-    let task_ctx = ctx.clone();
-    ctx.spawn("bridge-history-withheld", async move {
-        let _guard = guard;
-        channel_refused::on_history_withheld(&task_ctx, channel, last).await;
-    });
+    ctx.spawn_job(
+        "bridge-history-withheld",
+        format!("telling the owner channel {channel} withholds its history"),
+        |ctx| async move { channel_refused::on_history_withheld(&ctx, channel, last).await },
+    );
 }
 
 /// A channel or user that failed, and when to try it again.

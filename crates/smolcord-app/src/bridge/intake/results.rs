@@ -178,12 +178,11 @@ async fn scan(
                 return Scan::Done;
             }
             book.borrow_mut().delivering.insert(path.clone());
+            let book = book.clone();
+            let what = format!("result {}", result_id(&path));
             // Counted from now, so a shutdown's drain cannot miss it.
-            let guard = ctx.floor.begin_job(format!("result {}", result_id(&path)));
-            let (task_ctx, book) = (ctx.clone(), book.clone());
-            ctx.spawn("bridge-result", async move {
-                let _guard = guard;
-                let retry_later = deliver_result(&task_ctx, &path).await;
+            ctx.spawn_job("bridge-result", what, |ctx| async move {
+                let retry_later = deliver_result(&ctx, &path).await;
                 let mut book = book.borrow_mut();
                 book.delivering.remove(&path);
                 if !retry_later {
